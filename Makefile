@@ -1,0 +1,30 @@
+# Two commands do all set-up: `make app` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PORT   ?= 8866
+
+.PHONY: app test lab bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[test]"
+	touch $(STAMP)
+
+app: $(STAMP)
+	@echo "Accelerator Workbook: open http://127.0.0.1:$(PORT)/ in your browser (Ctrl-C stops it)"
+	$(BIN)/voila notebooks/app.ipynb --no-browser --port=$(PORT) --Voila.ip=127.0.0.1
+
+test: $(STAMP)
+	$(BIN)/python -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV)

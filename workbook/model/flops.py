@@ -1,0 +1,24 @@
+"""Training FLOPs (model FLOPs, as used for MFU).
+
+Per token (PaLM, Chowdhery et al. 2022, App. B): 6 * N_active for the matmuls (forward 2 + backward 4,
+1 FMA = 2 FLOPs) plus 12 * L * d_attn * s for attention scores and values, non-causal. With a causal
+mask half of those products can be skipped; ``causal=True`` halves the attention term (the convention
+MaxText adopted in PR #1988; Megatron and NVIDIA's DGXC recipes count it non-causal). Recomputed
+activations are hardware FLOPs, not model FLOPs, and are not counted here.
+"""
+
+FMA_FLOPS = 2
+MATMUL_PASSES = 3  # forward, backward w.r.t. activations, backward w.r.t. weights
+ATTENTION_COEFF = 12  # 2 matmuls (QK^T, AV) x 2 FLOPs/FMA x 3 passes
+
+
+def flops_per_token(active_params, n_layers, attention_dim, seq_len, causal: bool = True):
+    """Model FLOPs to train on one token: 6*N + 12*L*d_attn*s (halved attention if causal)."""
+    dense = FMA_FLOPS * MATMUL_PASSES * active_params
+    attention = ATTENTION_COEFF * n_layers * attention_dim * seq_len
+    return dense + (attention / 2 if causal else attention)
+
+
+def training_flops(active_params, tokens, n_layers, attention_dim, seq_len, causal: bool = True):
+    """Total model FLOPs for ``tokens`` training tokens."""
+    return flops_per_token(active_params, n_layers, attention_dim, seq_len, causal) * tokens

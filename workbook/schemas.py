@@ -1,0 +1,167 @@
+"""Table schemas, declared once (pandera's polars API) and used by the catalog loader.
+
+Every table in ``data/`` has one schema class here. The loader first casts each
+column to the schema's dtype (so a bad cell is reported with its file, CSV line
+and column), then pandera checks the values (ranges, allowed values, uniqueness).
+Columns listed in ``OPTIONAL_DEFAULTS`` may be left out of a user's file and take
+the stated default.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pandera.polars as pa
+import polars as pl
+
+PRICING_MODELS = ("on-demand", "spot", "commit-1y", "commit-3y", "capacity-block", "reserved-contract")
+KINDS = ("gpu", "tpu", "trainium")
+FRAMEWORKS = ("pytorch", "jax", "tensorflow")
+SUPPORT_LEVELS = ("native", "first-class", "supported", "limited", "unsupported")
+PRECISIONS = ("bf16", "fp8", "int8")
+SLUG = r"^[a-z0-9][a-z0-9.-]*$"
+
+
+class Accelerators(pa.DataFrameModel):
+    """One row per chip; dense peak rates; TPU and Trainium counted per chip."""
+
+    accelerator_id: str = pa.Field(unique=True, str_matches=SLUG)
+    name: str
+    vendor: str = pa.Field(isin=("nvidia", "amd", "google", "aws", "intel"))
+    kind: str = pa.Field(isin=KINDS)
+    offered: bool
+    release_year: int = pa.Field(ge=2015, le=2035)
+    bf16_flops_per_s: float = pa.Field(gt=0)
+    fp8_flops_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
+    int8_ops_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
+    hbm_bytes: float = pa.Field(gt=0)
+    hbm_bytes_per_s: float = pa.Field(gt=0)
+    scaleup_bytes_per_s: float = pa.Field(gt=0)
+    scaleup_domain_chips: int = pa.Field(ge=1)
+    block_chips: int = pa.Field(ge=1)
+    max_job_chips: int = pa.Field(ge=1)
+    max_job_note: str
+    watts: float = pa.Field(gt=0)
+    watts_basis: str
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+    notes: Optional[str] = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+
+
+class Prices(pa.DataFrameModel):
+    """One row per (accelerator, cloud, region, instance, pricing model), USD per chip-hour."""
+
+    accelerator_id: str = pa.Field(str_matches=SLUG)
+    cloud: str = pa.Field(str_matches=SLUG)
+    region: str = pa.Field(str_length={"min_value": 1})
+    instance_type: str = pa.Field(str_length={"min_value": 1})
+    pricing_model: str = pa.Field(isin=PRICING_MODELS)
+    usd_per_chip_hour: float = pa.Field(gt=0, le=1000)
+    chips_per_instance: int = pa.Field(ge=1)
+    price_basis: str
+    excluded: bool
+    flag: Optional[str] = pa.Field(nullable=True)
+    as_of: pl.Date
+    as_of_approx: bool
+    source: str = pa.Field(str_length={"min_value": 3})
+    notes: Optional[str] = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        unique = ["accelerator_id", "cloud", "region", "instance_type", "pricing_model", "as_of"]
+
+
+class Frameworks(pa.DataFrameModel):
+    """Framework x accelerator kind: support, efficiency vs the native stack, porting effort."""
+
+    framework: str = pa.Field(isin=FRAMEWORKS)
+    kind: str = pa.Field(isin=KINDS)
+    support: str = pa.Field(isin=SUPPORT_LEVELS)
+    efficiency: float = pa.Field(ge=0, le=1.2)
+    efficiency_low: float = pa.Field(ge=0, le=1.2)
+    efficiency_high: float = pa.Field(ge=0, le=1.2)
+    port_weeks: float = pa.Field(ge=0, le=200)
+    port_weeks_low: float = pa.Field(ge=0, le=200)
+    port_weeks_high: float = pa.Field(ge=0, le=200)
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+
+    class Config:
+        strict = True
+        unique = ["framework", "kind"]
+
+
+class FrameworkSwitches(pa.DataFrameModel):
+    """Engineer-weeks to rewrite a training codebase from one framework to another."""
+
+    from_framework: str = pa.Field(isin=FRAMEWORKS)
+    to_framework: str = pa.Field(isin=FRAMEWORKS)
+    weeks: float = pa.Field(ge=0, le=200)
+    weeks_low: float = pa.Field(ge=0, le=200)
+    weeks_high: float = pa.Field(ge=0, le=200)
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+
+    class Config:
+        strict = True
+        unique = ["from_framework", "to_framework"]
+
+
+class ReferenceRuns(pa.DataFrameModel):
+    """Published training runs and throughput benchmarks used for calibration and backtests."""
+
+    run_id: str = pa.Field(unique=True, str_matches=SLUG)
+    model: str
+    kind_of_run: str = pa.Field(isin=("full_run", "throughput_benchmark", "mlperf"))
+    params: float = pa.Field(gt=0)
+    active_params: float = pa.Field(gt=0)
+    tokens: Optional[float] = pa.Field(nullable=True, gt=0)
+    seq_len: Optional[int] = pa.Field(nullable=True, gt=0)
+    n_layers: Optional[int] = pa.Field(nullable=True, gt=0)
+    attention_dim: Optional[int] = pa.Field(nullable=True, gt=0)
+    accelerator_id: str = pa.Field(str_matches=SLUG)
+    chips: Optional[int] = pa.Field(nullable=True, gt=0)
+    framework: str = pa.Field(isin=FRAMEWORKS)
+    precision: str = pa.Field(isin=PRECISIONS)
+    reported_chip_hours: Optional[float] = pa.Field(nullable=True, gt=0)
+    reported_days: Optional[float] = pa.Field(nullable=True, gt=0)
+    reported_mfu: Optional[float] = pa.Field(nullable=True, gt=0, lt=1)
+    reported_tokens_per_s_per_chip: Optional[float] = pa.Field(nullable=True, gt=0)
+    source: str = pa.Field(str_length={"min_value": 3})
+    notes: Optional[str] = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+
+
+# Columns a user's file may omit (price overrides are the usual case), with their default.
+OPTIONAL_DEFAULTS: dict[type[pa.DataFrameModel], dict[str, object]] = {
+    Prices: {
+        "region": "any",
+        "instance_type": "negotiated",
+        "chips_per_instance": 1,
+        "price_basis": "user override",
+        "excluded": False,
+        "flag": None,
+        "as_of_approx": False,
+        "notes": None,
+    },
+}
+
+
+class MfuProxies(pa.DataFrameModel):
+    """MFU for chips with no published runs: another chip's calibrated MFU x factor, with a reason."""
+
+    accelerator_id: str = pa.Field(unique=True, str_matches=SLUG)
+    proxy_of: str = pa.Field(str_matches=SLUG)
+    factor: float = pa.Field(gt=0, le=3)
+    factor_low: float = pa.Field(gt=0, le=3)
+    factor_high: float = pa.Field(gt=0, le=3)
+    reason: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+
+    class Config:
+        strict = True
