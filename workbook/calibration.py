@@ -33,7 +33,7 @@ SINGLE_POINT_SPREAD = 0.15
 PEAK_COLUMN = {"bf16": "bf16_flops_per_s", "fp8": "fp8_flops_per_s", "int8": "int8_ops_per_s"}
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Calibration:
     """Fitted defaults: ``mfu`` has one row per (accelerator_id, precision) with low/high and basis."""
 

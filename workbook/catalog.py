@@ -27,7 +27,7 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 PRICE_KEY = ["accelerator_id", "cloud", "region", "instance_type", "pricing_model"]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity (memoised defaults)
 class Catalog:
     """All tables the model reads, as polars frames (already validated)."""
 
@@ -110,9 +110,15 @@ def read_table(path: Path | str, model: type[pa.DataFrameModel]) -> pl.DataFrame
     label = str(path)
     if not path.is_file():
         raise DataError(f"{label}: file not found")
+    content = path.read_bytes()
     try:
-        raw = pl.read_csv(path, infer_schema=False, encoding="utf8")
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, UnicodeDecodeError) as err:
+        content.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = content[: err.start].count(b"\n") + 1
+        raise DataError(f"{label} line {line}: not UTF-8 text (byte {err.start})") from None
+    try:
+        raw = pl.read_csv(content, infer_schema=False)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as err:
         raise DataError(f"{label}: not a readable UTF-8 CSV file ({str(err).splitlines()[0]})") from None
     if raw.height == 0:
         raise DataError(f"{label}: has a header but no rows")

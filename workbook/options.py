@@ -1,0 +1,272 @@
+"""``evaluate(scenario)``: one row per (accelerator, cloud, pricing model) with every output and its band.
+
+Pipeline (each step a few polars expressions over the accelerator table):
+framework path -> peak and MFU -> memory plan -> chips and days -> prices -> cost, energy -> feasibility.
+Low/high bands: time from the MFU and goodput ranges, cost from those and the price spread
+(min..max over the regions and instances of one cloud).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import polars as pl
+
+from workbook import calibration as calibration_mod
+from workbook import catalog as catalog_mod
+from workbook.model import cost, flops, memory, sizing, throughput
+from workbook.scenario import Scenario
+
+NATIVE_FRAMEWORK = {"gpu": "pytorch", "tpu": "jax", "trainium": "pytorch"}
+SWITCH_SUPPORT = ("limited", "unsupported")  # below "supported" the team moves to the native stack
+TP_CANDIDATES = (1, 2, 4, 8)  # tensor/sequence parallel degrees tried inside the fast domain
+SCALE_ITERATIONS = 4  # fixed-point iterations: chips depend on MFU, MFU on chips (scale efficiency)
+BAND = ("", "_low", "_high")
+
+
+@functools.lru_cache(maxsize=4)
+def _default_catalog() -> catalog_mod.Catalog:
+    return catalog_mod.load()
+
+
+@functools.lru_cache(maxsize=4)
+def _default_calibration(cat: catalog_mod.Catalog) -> calibration_mod.Calibration:
+    return calibration_mod.fit(cat)
+
+
+def _framework_paths(cat: catalog_mod.Catalog, framework: str, lock_in: bool) -> pl.DataFrame:
+    """Per accelerator kind: the framework the run uses, its efficiency and the engineer-weeks to get there."""
+    fw = cat.frameworks
+    rows = []
+    for kind, native in NATIVE_FRAMEWORK.items():
+        stay = fw.filter((pl.col("framework") == framework) & (pl.col("kind") == kind)).row(0, named=True)
+        switch = stay["support"] in SWITCH_SUPPORT and framework != native and not lock_in
+        run_fw = native if switch else framework
+        target = fw.filter((pl.col("framework") == run_fw) & (pl.col("kind") == kind)).row(0, named=True)
+        weeks = [target["port_weeks"], target["port_weeks_low"], target["port_weeks_high"]]
+        if switch:
+            move = cat.framework_switches.filter(
+                (pl.col("from_framework") == framework) & (pl.col("to_framework") == native)).row(0, named=True)
+            weeks = [w + move[c] for w, c in zip(weeks, ("weeks", "weeks_low", "weeks_high"))]
+        rows.append({
+            "kind": kind, "run_framework": run_fw, "framework_switch": switch, "support": target["support"],
+            "team_framework_support": stay["support"],
+            "framework_efficiency": target["efficiency"], "framework_efficiency_low": target["efficiency_low"],
+            "framework_efficiency_high": target["efficiency_high"],
+            "migration_weeks": weeks[0], "migration_weeks_low": weeks[1], "migration_weeks_high": weeks[2],
+        })
+    return pl.DataFrame(rows)
+
+
+def _memory_columns(s: Scenario, chips: pl.Expr, tp: pl.Expr) -> dict[str, pl.Expr]:
+    a, m = s.assumptions, s.model
+    return memory.per_chip_breakdown(
+        m.params, chips, tp, a.zero_stage, m.seq_len, a.micro_batch_seqs, m.hidden_dim, m.attention_dim,
+        m.n_layers, a.recompute, a.framework_overhead_bytes)
+
+
+def _memory_total(s: Scenario, chips: pl.Expr, tp: pl.Expr) -> pl.Expr:
+    return pl.sum_horizontal(list(_memory_columns(s, chips, tp).values()))
+
+
+def _choose_tp(s: Scenario, chips: pl.Expr) -> pl.Expr:
+    """Smallest tensor-parallel degree (inside the fast domain and the chip count) at which memory fits."""
+    limit = pl.min_horizontal(pl.col("scaleup_domain_chips"), chips, pl.lit(max(TP_CANDIDATES)))
+    usable = pl.col("hbm_bytes") * s.assumptions.hbm_usable_fraction
+    allowed = [t for t in TP_CANDIDATES]
+    choice = pl.lit(None, pl.Int64)
+    for t in reversed(allowed):
+        ok = (pl.lit(t) <= limit) & (_memory_total(s, chips, pl.lit(t)) <= usable)
+        choice = pl.when(ok).then(pl.lit(t)).otherwise(choice)
+    largest = pl.lit(1)
+    for t in allowed:
+        largest = pl.when(pl.lit(t) <= limit).then(pl.lit(t)).otherwise(largest)
+    return pl.coalesce(choice, largest)
+
+
+def _min_chips_to_fit(s: Scenario) -> pl.Expr:
+    a, m = s.assumptions, s.model
+    tp = pl.min_horizontal(pl.col("scaleup_domain_chips"), pl.lit(max(TP_CANDIDATES)))
+    usable = pl.col("hbm_bytes") * a.hbm_usable_fraction
+    parts = memory.per_chip_breakdown(m.params, pl.lit(float("inf")), tp, a.zero_stage, m.seq_len,
+                                      a.micro_batch_seqs, m.hidden_dim, m.attention_dim, m.n_layers,
+                                      a.recompute, a.framework_overhead_bytes)
+    fixed = pl.sum_horizontal(list(parts.values()))  # what remains per chip with infinitely many chips
+    raw = memory.min_chips_to_fit(m.params, usable, a.zero_stage, fixed)
+    return pl.when(raw > 0).then(sizing.round_to_allowed(raw, pl.col("block_chips"))).otherwise(None)
+
+
+def _throughput(s: Scenario, cal: calibration_mod.Calibration, chips: pl.Expr, suffix: str) -> pl.Expr:
+    """Achieved model FLOPs/s per chip for one band (suffix '', '_low', '_high')."""
+    mfu = (pl.lit(s.assumptions.mfu_override) if s.assumptions.mfu_override is not None
+           else pl.col(f"mfu_base{suffix}") * pl.col(f"framework_efficiency{suffix}"))
+    scale = throughput.scale_efficiency(chips, pl.col("scaleup_domain_chips"), pl.col("scale_loss"))
+    return throughput.achieved_flops_per_s(pl.col("peak_flops_per_s"), mfu * scale)
+
+
+def _goodput(s: Scenario, cal: calibration_mod.Calibration, suffix: str) -> float:
+    if s.assumptions.goodput_override is not None:
+        return s.assumptions.goodput_override
+    return {"": cal.goodput, "_low": cal.goodput_low, "_high": cal.goodput_high}[suffix]
+
+
+def _accelerator_frame(s: Scenario, cat: catalog_mod.Catalog, cal: calibration_mod.Calibration) -> pl.DataFrame:
+    acc = cat.accelerators
+    if s.accelerators:
+        acc = acc.filter(pl.col("accelerator_id").is_in(list(s.accelerators)))
+    peak = {"bf16": "bf16_flops_per_s", "fp8": "fp8_flops_per_s", "int8": "int8_ops_per_s"}[s.precision]
+    mfu = cal.mfu.filter(pl.col("precision") == s.precision).select(
+        "accelerator_id", pl.col("mfu").alias("mfu_base"), pl.col("mfu_low").alias("mfu_base_low"),
+        pl.col("mfu_high").alias("mfu_base_high"), pl.col("basis").alias("mfu_basis"))
+    return (
+        acc.join(_framework_paths(cat, s.framework, s.constraints.framework_lock_in), on="kind", how="left")
+        .join(mfu, on="accelerator_id", how="left")
+        .with_columns(
+            pl.col(peak).alias("peak_flops_per_s"),
+            pl.col("kind").replace_strict(throughput.SCALE_LOSS_PER_DOUBLING, return_dtype=pl.Float64).alias("scale_loss"),
+            pl.lit(flops.training_flops(s.model.active_params, s.tokens, s.model.n_layers, s.model.attention_dim,
+                                        s.model.seq_len)).alias("train_flops"),
+        )
+        .with_columns(_min_chips_to_fit(s).alias("min_chips_to_fit"))
+    )
+
+
+def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
+    """Chips (given, or solved for the target days) and the resulting days, with bands."""
+    if s.chips is not None:
+        frame = frame.with_columns(pl.lit(s.chips, pl.Int64).alias("chips"))
+    else:
+        chips = pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64)
+        for _ in range(SCALE_ITERATIONS):
+            need = sizing.chips_for_days(pl.col("train_flops"), s.target_days, _throughput(s, cal, chips, ""),
+                                         _goodput(s, cal, ""))
+            chips = pl.max_horizontal(need, pl.col("min_chips_to_fit").fill_null(1))
+        frame = frame.with_columns(sizing.round_to_allowed(chips, pl.col("block_chips")).alias("chips"))
+    chips = pl.col("chips").cast(pl.Float64)
+    columns = {}
+    for band, rate_band, goodput_band in (("", "", ""), ("_low", "_high", "_high"), ("_high", "_low", "_low")):
+        seconds = throughput.train_seconds(pl.col("train_flops"), chips, _throughput(s, cal, chips, rate_band),
+                                           _goodput(s, cal, goodput_band))
+        columns[f"train_days{band}"] = seconds / sizing.SECONDS_PER_DAY
+    mfu = _throughput(s, cal, chips, "") / pl.col("peak_flops_per_s")
+    tp = _choose_tp(s, pl.col("chips"))
+    return frame.with_columns(**columns, mfu=mfu, tensor_parallel=tp).with_columns(
+        memory_per_chip_bytes=_memory_total(s, chips, pl.col("tensor_parallel")))
+
+
+def _prices(cat: catalog_mod.Catalog, s: Scenario) -> pl.DataFrame:
+    prices = cat.usable_prices().filter(pl.col("pricing_model").is_in(list(s.pricing)))
+    if s.constraints.clouds:
+        prices = prices.filter(pl.col("cloud").is_in(list(s.constraints.clouds)))
+    return prices.group_by("accelerator_id", "cloud", "pricing_model").agg(
+        pl.col("usd_per_chip_hour").median().alias("usd_per_chip_hour"),
+        pl.col("usd_per_chip_hour").min().alias("usd_per_chip_hour_low"),
+        pl.col("usd_per_chip_hour").max().alias("usd_per_chip_hour_high"),
+        pl.len().alias("price_rows"), pl.col("as_of").max().alias("price_as_of"),
+        pl.col("as_of_approx").any().alias("price_as_of_approx"),
+    )
+
+
+def _clouds_per_accelerator(cat: catalog_mod.Catalog) -> pl.DataFrame:
+    return cat.usable_prices().group_by("accelerator_id").agg(pl.col("cloud").n_unique().alias("clouds_offering"))
+
+
+def _costs(frame: pl.DataFrame, s: Scenario) -> pl.DataFrame:
+    a = s.assumptions
+    model = pl.col("pricing_model")
+    columns = {}
+    for band in BAND:
+        wall = cost.wall_hours_with_preemption(pl.col(f"train_days{band}") * 24, model, a.spot_preemption_overhead)
+        columns[f"train_days{band}"] = wall / 24
+        columns[f"chip_hours{band}"] = cost.billed_chip_hours(pl.col("chips").cast(pl.Float64), wall, model)
+    frame = frame.with_columns(**columns)
+    migration = a.usd_per_engineer_week if a.include_migration_cost else 0.0
+    columns = {}
+    for band in BAND:
+        columns[f"compute_cost_usd{band}"] = pl.col(f"chip_hours{band}") * pl.col(f"usd_per_chip_hour{band}")
+        columns[f"migration_cost_usd{band}"] = pl.col(f"migration_weeks{band}") * migration
+        hours = pl.col(f"train_days{band}") * 24
+        columns[f"energy_kwh{band}"] = cost.energy_kwh(pl.col("chips"), pl.col("watts"), hours, a.host_power_factor, a.pue)
+    frame = frame.with_columns(**columns)
+    return frame.with_columns(
+        **{f"cost_usd{b}": pl.col(f"compute_cost_usd{b}") + pl.col(f"migration_cost_usd{b}") for b in BAND},
+        co2e_kg=cost.co2e_kg(pl.col("energy_kwh"), a.grid_kg_co2e_per_kwh),
+    )
+
+
+def _reasons(s: Scenario) -> pl.Expr:
+    """First reason an option cannot be used, or null when it can."""
+    c = s.constraints
+    checks = [
+        (pl.col("peak_flops_per_s").is_null(), pl.format("{} has no {} support", pl.col("name"), pl.lit(s.precision.upper()))),
+        (pl.col("support") == "unsupported",
+         pl.format("{} training is not supported on {}", pl.lit(s.framework), pl.col("kind"))),
+        (pl.col("usd_per_chip_hour").is_null(), pl.format("no {} price for {} in the dataset",
+                                                          pl.lit(" / ".join(s.pricing)), pl.col("name"))),
+        (pl.col("min_chips_to_fit").is_null(),
+         pl.lit("does not fit in memory at any chip count (activations alone exceed HBM)")),
+        (pl.col("chips") > pl.col("max_job_chips"),
+         pl.format("needs {} chips; the largest documented job is {}", pl.col("chips"), pl.col("max_job_chips"))),
+        (pl.col("chips") < pl.col("min_chips_to_fit"),
+         pl.format("does not fit in memory: needs at least {} chips", pl.col("min_chips_to_fit"))),
+        ((pl.col("pricing_model") == "capacity-block") & (pl.col("train_days") > cost.CAPACITY_BLOCK_MAX_DAYS),
+         pl.lit(f"capacity blocks last at most {cost.CAPACITY_BLOCK_MAX_DAYS} days")),
+    ]
+    if c.multi_cloud:
+        checks.append((pl.col("clouds_offering").fill_null(0) < 2, pl.lit("offered by only one cloud (multi-cloud required)")))
+    if c.deadline_days is not None:
+        checks.append((pl.col("train_days") > c.deadline_days,
+                       pl.format("takes {} days, past the {}-day deadline", pl.col("train_days").round(1), pl.lit(c.deadline_days))))
+    if c.budget_usd is not None:
+        checks.append((pl.col("cost_usd") > c.budget_usd,
+                       pl.format("costs ${}M, over the ${}M budget", (pl.col("cost_usd") / 1e6).round(2), pl.lit(round(c.budget_usd / 1e6, 2)))))
+    reason = pl.lit(None, pl.String)
+    for condition, text in reversed(checks):
+        reason = pl.when(condition.fill_null(False)).then(text).otherwise(reason)
+    return reason
+
+
+OUTPUT_COLUMNS = [
+    "accelerator_id", "name", "vendor", "kind", "offered", "cloud", "pricing_model", "feasible", "infeasible_reason",
+    "chips", "tensor_parallel", "min_chips_to_fit", "mfu", "mfu_base", "mfu_base_low", "mfu_base_high", "mfu_basis",
+    "train_days", "train_days_low", "train_days_high", "chip_hours", "chip_hours_low", "chip_hours_high",
+    "usd_per_chip_hour", "usd_per_chip_hour_low", "usd_per_chip_hour_high", "price_rows", "price_as_of", "price_as_of_approx",
+    "compute_cost_usd", "compute_cost_usd_low", "compute_cost_usd_high",
+    "migration_weeks", "migration_weeks_low", "migration_weeks_high", "migration_cost_usd",
+    "cost_usd", "cost_usd_low", "cost_usd_high",
+    "memory_per_chip_gb", "hbm_gb", "fits_in_memory", "energy_kwh", "energy_kwh_low", "energy_kwh_high", "co2e_kg",
+    "run_framework", "framework_switch", "support", "team_framework_support", "framework_efficiency",
+    "train_flops", "peak_flops_per_s", "clouds_offering",
+]
+
+
+def evaluate(scenario: Scenario, catalog: catalog_mod.Catalog | None = None,
+             calibration: calibration_mod.Calibration | None = None) -> pl.DataFrame:
+    """Every (accelerator, cloud, pricing model) option for ``scenario``; feasible ones sorted by cost first."""
+    cat = catalog or _default_catalog()
+    cal = calibration or _default_calibration(cat)
+    frame = _size(_accelerator_frame(scenario, cat, cal), scenario, cal)
+    frame = (
+        frame.join(_prices(cat, scenario), on="accelerator_id", how="left")
+        .join(_clouds_per_accelerator(cat), on="accelerator_id", how="left")
+        .with_columns(pl.col("pricing_model").fill_null(scenario.pricing[0]))
+    )
+    frame = _costs(frame, scenario).with_columns(
+        memory_per_chip_gb=pl.col("memory_per_chip_bytes") / 1e9,
+        hbm_gb=pl.col("hbm_bytes") / 1e9,
+        fits_in_memory=(pl.col("memory_per_chip_bytes") <= pl.col("hbm_bytes") * scenario.assumptions.hbm_usable_fraction),
+    )
+    frame = frame.with_columns(infeasible_reason=_reasons(scenario)).with_columns(
+        feasible=pl.col("infeasible_reason").is_null())
+    return frame.select(OUTPUT_COLUMNS).sort(["feasible", "cost_usd"], descending=[True, False], nulls_last=True)
+
+
+def memory_breakdown(scenario: Scenario, accelerator_id: str, chips: int, tensor_parallel: int = 1,
+                     catalog: catalog_mod.Catalog | None = None) -> pl.DataFrame:
+    """Long frame (component, bytes, gb) of memory per chip for one accelerator; totals = sum of parts."""
+    cat = catalog or _default_catalog()
+    row = cat.accelerators.filter(pl.col("accelerator_id") == accelerator_id)
+    parts = _memory_columns(scenario, pl.lit(float(chips)), pl.lit(float(tensor_parallel)))
+    values = row.select(**parts).row(0, named=True)
+    return pl.DataFrame({"component": list(values), "bytes": [float(v) for v in values.values()]}).with_columns(
+        gb=pl.col("bytes") / 1e9)
