@@ -136,12 +136,15 @@ def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) ->
     if s.chips is not None:
         frame = frame.with_columns(pl.lit(s.chips, pl.Int64).alias("chips"))
     else:
-        chips = pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64)
+        # Spot runs lose time to preemptions, so they aim for a shorter uninterrupted time.
+        target = s.target_days / cost.wall_hours_with_preemption(
+            pl.lit(1.0), pl.col("pricing_model"), s.assumptions.spot_preemption_overhead)
+        frame = frame.with_columns(chips=pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64))
         for _ in range(SCALE_ITERATIONS):
-            need = sizing.chips_for_days(pl.col("train_flops"), s.target_days, _throughput(s, cal, chips, ""),
+            need = sizing.chips_for_days(pl.col("train_flops"), target, _throughput(s, cal, pl.col("chips"), ""),
                                          _goodput(s, cal, ""))
-            chips = pl.max_horizontal(need, pl.col("min_chips_to_fit").fill_null(1))
-        frame = frame.with_columns(sizing.round_to_allowed(chips, pl.col("block_chips")).alias("chips"))
+            frame = frame.with_columns(chips=pl.max_horizontal(need, pl.col("min_chips_to_fit").fill_null(1)))
+        frame = frame.with_columns(sizing.round_to_allowed(pl.col("chips"), pl.col("block_chips")).alias("chips"))
     chips = pl.col("chips").cast(pl.Float64)
     columns = {}
     for band, rate_band, goodput_band in (("", "", ""), ("_low", "_high", "_high"), ("_high", "_low", "_low")):
@@ -245,13 +248,13 @@ def evaluate(scenario: Scenario, catalog: catalog_mod.Catalog | None = None,
     """Every (accelerator, cloud, pricing model) option for ``scenario``; feasible ones sorted by cost first."""
     cat = catalog or _default_catalog()
     cal = calibration or _default_calibration(cat)
-    frame = _size(_accelerator_frame(scenario, cat, cal), scenario, cal)
     frame = (
-        frame.join(_prices(cat, scenario), on="accelerator_id", how="left")
+        _accelerator_frame(scenario, cat, cal)
+        .join(_prices(cat, scenario), on="accelerator_id", how="left")
         .join(_clouds_per_accelerator(cat), on="accelerator_id", how="left")
         .with_columns(pl.col("pricing_model").fill_null(scenario.pricing[0]))
     )
-    frame = _costs(frame, scenario).with_columns(
+    frame = _costs(_size(frame, scenario, cal), scenario).with_columns(
         memory_per_chip_gb=pl.col("memory_per_chip_bytes") / 1e9,
         hbm_gb=pl.col("hbm_bytes") / 1e9,
         fits_in_memory=(pl.col("memory_per_chip_bytes") <= pl.col("hbm_bytes") * scenario.assumptions.hbm_usable_fraction),

@@ -1,0 +1,49 @@
+"""Performance figures (reported, never asserted): `make bench`.
+
+Times the model layer: catalog load, calibration fit, and `evaluate` over every option for a
+few representative scenarios (median of repeated calls, warm caches).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+
+from workbook import calibration, catalog, options, recommend
+from workbook.scenario import ModelSpec, Scenario
+
+REPEATS = 30
+
+
+def timed(fn, repeats=REPEATS):
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1000, result
+
+
+def main() -> None:
+    load_ms, cat = timed(catalog.load, 5)
+    fit_ms, cal = timed(lambda: calibration.fit(cat), 5)
+    print(f"catalog.load            {load_ms:8.1f} ms")
+    print(f"calibration.fit         {fit_ms:8.1f} ms")
+    for label, scenario in {
+        "7B, 140B tokens, 30 days": Scenario(model=ModelSpec.from_params(7e9), tokens=1.4e11, days=30),
+        "70B, 2T tokens, 30 days": Scenario(model=ModelSpec.from_params(70e9), tokens=2e12, days=30),
+        "405B, 15T tokens, 8,192 chips": Scenario(model=ModelSpec.from_params(405e9), tokens=15e12, chips=8192),
+    }.items():
+        ms, frame = timed(lambda: options.evaluate(scenario, cat, cal))
+        rec_ms, _ = timed(lambda: recommend.recommend(frame))
+        print(f"evaluate {label:30s} {ms:6.1f} ms for {frame.height} options; recommend {rec_ms:5.1f} ms")
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "workbook", "train", "--params", "70e9", "--accelerator", "h100-sxm",
+                    "--json"], check=True, capture_output=True)
+    print(f"CLI train (cold process) {1000 * (time.perf_counter() - start):7.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
