@@ -64,11 +64,22 @@ def test_cost_is_chip_hours_times_price_plus_migration():
 
 
 def test_memory_breakdown_sums_to_total():
-    s = _scenario(chips=64)
-    row = options.evaluate(s).filter(pl.col("accelerator_id") == "h100-sxm").row(0, named=True)
-    parts = options.memory_breakdown(s, "h100-sxm", row["chips"], row["tensor_parallel"])
-    assert parts["gb"].sum() == pytest.approx(row["memory_per_chip_gb"])
+    frame = options.evaluate(_scenario(chips=64)).unique("accelerator_id")
+    parts = options.memory_breakdown(frame)
+    totals = parts.group_by("accelerator_id").agg(pl.col("gb").sum()).join(frame, on="accelerator_id")
+    assert ((totals["gb"] - totals["memory_per_chip_gb"]).abs() < 1e-9).all()
     assert set(parts["component"]) == set(memory.COMPONENTS)
+
+
+def test_sweep_over_model_size_and_days():
+    s = _scenario(days=30)
+    picks = options.evaluate(s).filter(pl.col("feasible")).unique("accelerator_id", keep="first")
+    sizes = options.sweep(s, picks, params=[1e9, 1e10, 1e11])
+    assert sizes.height == 3 * picks.height
+    by_size = sizes.filter(pl.col("accelerator_id") == "h100-sxm").sort("params")
+    assert by_size["cost_usd"].is_sorted() and by_size["train_flops"].is_sorted()
+    durations = options.sweep(s, picks, days=[10, 40]).filter(pl.col("accelerator_id") == "h100-sxm").sort("target_days")
+    assert durations["chips"][0] > durations["chips"][1]
 
 
 def test_days_target_is_met_and_bands_bracket():

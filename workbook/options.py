@@ -8,6 +8,7 @@ Low/high bands: time from the MFU and goodput ranges, cost from those and the pr
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import polars as pl
@@ -15,7 +16,7 @@ import polars as pl
 from workbook import calibration as calibration_mod
 from workbook import catalog as catalog_mod
 from workbook.model import cost, flops, memory, sizing, throughput
-from workbook.scenario import Scenario
+from workbook.scenario import ModelSpec, Scenario
 
 NATIVE_FRAMEWORK = {"gpu": "pytorch", "tpu": "jax", "trainium": "pytorch"}
 SWITCH_SUPPORT = ("limited", "unsupported")  # below "supported" the team moves to the native stack
@@ -59,10 +60,10 @@ def _framework_paths(cat: catalog_mod.Catalog, framework: str, lock_in: bool) ->
 
 
 def _memory_columns(s: Scenario, chips: pl.Expr, tp: pl.Expr) -> dict[str, pl.Expr]:
-    a, m = s.assumptions, s.model
+    a = s.assumptions
     return memory.per_chip_breakdown(
-        m.params, chips, tp, a.zero_stage, m.seq_len, a.micro_batch_seqs, m.hidden_dim, m.attention_dim,
-        m.n_layers, a.recompute, a.framework_overhead_bytes)
+        pl.col("params"), chips, tp, a.zero_stage, pl.col("seq_len"), a.micro_batch_seqs, pl.col("hidden_dim"),
+        pl.col("attention_dim"), pl.col("n_layers"), a.recompute, a.framework_overhead_bytes)
 
 
 def _memory_total(s: Scenario, chips: pl.Expr, tp: pl.Expr) -> pl.Expr:
@@ -73,26 +74,23 @@ def _choose_tp(s: Scenario, chips: pl.Expr) -> pl.Expr:
     """Smallest tensor-parallel degree (inside the fast domain and the chip count) at which memory fits."""
     limit = pl.min_horizontal(pl.col("scaleup_domain_chips"), chips, pl.lit(max(TP_CANDIDATES)))
     usable = pl.col("hbm_bytes") * s.assumptions.hbm_usable_fraction
-    allowed = [t for t in TP_CANDIDATES]
     choice = pl.lit(None, pl.Int64)
-    for t in reversed(allowed):
+    for t in reversed(TP_CANDIDATES):
         ok = (pl.lit(t) <= limit) & (_memory_total(s, chips, pl.lit(t)) <= usable)
         choice = pl.when(ok).then(pl.lit(t)).otherwise(choice)
     largest = pl.lit(1)
-    for t in allowed:
+    for t in TP_CANDIDATES:
         largest = pl.when(pl.lit(t) <= limit).then(pl.lit(t)).otherwise(largest)
     return pl.coalesce(choice, largest)
 
 
 def _min_chips_to_fit(s: Scenario) -> pl.Expr:
-    a, m = s.assumptions, s.model
+    a = s.assumptions
     tp = pl.min_horizontal(pl.col("scaleup_domain_chips"), pl.lit(max(TP_CANDIDATES)))
     usable = pl.col("hbm_bytes") * a.hbm_usable_fraction
-    parts = memory.per_chip_breakdown(m.params, pl.lit(float("inf")), tp, a.zero_stage, m.seq_len,
-                                      a.micro_batch_seqs, m.hidden_dim, m.attention_dim, m.n_layers,
-                                      a.recompute, a.framework_overhead_bytes)
+    parts = _memory_columns(s, pl.lit(float("inf")), tp)
     fixed = pl.sum_horizontal(list(parts.values()))  # what remains per chip with infinitely many chips
-    raw = memory.min_chips_to_fit(m.params, usable, a.zero_stage, fixed)
+    raw = memory.min_chips_to_fit(pl.col("params"), usable, a.zero_stage, fixed)
     return pl.when(raw > 0).then(sizing.round_to_allowed(raw, pl.col("block_chips"))).otherwise(None)
 
 
@@ -110,7 +108,25 @@ def _goodput(s: Scenario, cal: calibration_mod.Calibration, suffix: str) -> floa
     return {"": cal.goodput, "_low": cal.goodput_low, "_high": cal.goodput_high}[suffix]
 
 
-def _accelerator_frame(s: Scenario, cat: catalog_mod.Catalog, cal: calibration_mod.Calibration) -> pl.DataFrame:
+def jobs(s: Scenario, **vary) -> pl.DataFrame:
+    """The scenario's job as a one-row frame; ``vary`` (params=[...] or days=[...]) makes one row per value.
+
+    Varying ``params`` keeps the scenario's tokens per parameter and its model's default shape.
+    """
+    m = s.model
+    specs = [m] if "params" not in vary else [
+        ModelSpec.from_params(p, p * m.active_params / m.params, seq_len=m.seq_len) for p in vary["params"]]
+    days = vary.get("days", [None if s.chips is not None else s.target_days])
+    rows = [{"params": spec.params, "active_params": spec.active_params, "n_layers": spec.n_layers,
+             "hidden_dim": spec.hidden_dim, "attention_dim": spec.attention_dim, "seq_len": spec.seq_len,
+             "tokens": s.tokens * spec.params / m.params, "target_days": d,
+             "chips_given": None if "days" in vary else s.chips}
+            for spec in specs for d in days]
+    return pl.DataFrame(rows, schema_overrides={"target_days": pl.Float64, "chips_given": pl.Int64}).with_row_index("job")
+
+
+def _accelerator_frame(s: Scenario, cat: catalog_mod.Catalog, cal: calibration_mod.Calibration,
+                       job_frame: pl.DataFrame) -> pl.DataFrame:
     acc = cat.accelerators
     if s.accelerators:
         acc = acc.filter(pl.col("accelerator_id").is_in(list(s.accelerators)))
@@ -121,11 +137,12 @@ def _accelerator_frame(s: Scenario, cat: catalog_mod.Catalog, cal: calibration_m
     return (
         acc.join(_framework_paths(cat, s.framework, s.constraints.framework_lock_in), on="kind", how="left")
         .join(mfu, on="accelerator_id", how="left")
+        .join(job_frame, how="cross")
         .with_columns(
             pl.col(peak).alias("peak_flops_per_s"),
             pl.col("kind").replace_strict(throughput.SCALE_LOSS_PER_DOUBLING, return_dtype=pl.Float64).alias("scale_loss"),
-            pl.lit(flops.training_flops(s.model.active_params, s.tokens, s.model.n_layers, s.model.attention_dim,
-                                        s.model.seq_len)).alias("train_flops"),
+            flops.training_flops(pl.col("active_params"), pl.col("tokens"), pl.col("n_layers"), pl.col("attention_dim"),
+                                 pl.col("seq_len")).alias("train_flops"),
         )
         .with_columns(_min_chips_to_fit(s).alias("min_chips_to_fit"))
     )
@@ -133,18 +150,16 @@ def _accelerator_frame(s: Scenario, cat: catalog_mod.Catalog, cal: calibration_m
 
 def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
     """Chips (given, or solved for the target days) and the resulting days, with bands."""
-    if s.chips is not None:
-        frame = frame.with_columns(pl.lit(s.chips, pl.Int64).alias("chips"))
-    else:
-        # Spot runs lose time to preemptions, so they aim for a shorter uninterrupted time.
-        target = s.target_days / cost.wall_hours_with_preemption(
-            pl.lit(1.0), pl.col("pricing_model"), s.assumptions.spot_preemption_overhead)
-        frame = frame.with_columns(chips=pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64))
-        for _ in range(SCALE_ITERATIONS):
-            need = sizing.chips_for_days(pl.col("train_flops"), target, _throughput(s, cal, pl.col("chips"), ""),
-                                         _goodput(s, cal, ""))
-            frame = frame.with_columns(chips=pl.max_horizontal(need, pl.col("min_chips_to_fit").fill_null(1)))
-        frame = frame.with_columns(sizing.round_to_allowed(pl.col("chips"), pl.col("block_chips")).alias("chips"))
+    # Spot runs lose time to preemptions, so they aim for a shorter uninterrupted time.
+    target = pl.col("target_days") / cost.wall_hours_with_preemption(
+        pl.lit(1.0), pl.col("pricing_model"), s.assumptions.spot_preemption_overhead)
+    frame = frame.with_columns(chips=pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64))
+    for _ in range(SCALE_ITERATIONS):
+        need = sizing.chips_for_days(pl.col("train_flops"), target, _throughput(s, cal, pl.col("chips"), ""),
+                                     _goodput(s, cal, ""))
+        frame = frame.with_columns(chips=pl.max_horizontal(need, pl.col("min_chips_to_fit").fill_null(1)))
+    frame = frame.with_columns(chips=pl.coalesce(
+        pl.col("chips_given"), sizing.round_to_allowed(pl.col("chips"), pl.col("block_chips"))))
     chips = pl.col("chips").cast(pl.Float64)
     columns = {}
     for band, rate_band, goodput_band in (("", "", ""), ("_low", "_high", "_high"), ("_high", "_low", "_low")):
@@ -153,8 +168,10 @@ def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) ->
         columns[f"train_days{band}"] = seconds / sizing.SECONDS_PER_DAY
     mfu = _throughput(s, cal, chips, "") / pl.col("peak_flops_per_s")
     tp = _choose_tp(s, pl.col("chips"))
-    return frame.with_columns(**columns, mfu=mfu, tensor_parallel=tp).with_columns(
-        memory_per_chip_bytes=_memory_total(s, chips, pl.col("tensor_parallel")))
+    frame = frame.with_columns(**columns, mfu=mfu, tensor_parallel=tp)
+    parts = _memory_columns(s, chips, pl.col("tensor_parallel"))
+    return frame.with_columns(**{f"{name}_gb": value / 1e9 for name, value in parts.items()}).with_columns(
+        memory_per_chip_bytes=pl.sum_horizontal(list(parts.values())))
 
 
 def _prices(cat: catalog_mod.Catalog, s: Scenario) -> pl.DataFrame:
@@ -237,19 +254,20 @@ OUTPUT_COLUMNS = [
     "compute_cost_usd", "compute_cost_usd_low", "compute_cost_usd_high",
     "migration_weeks", "migration_weeks_low", "migration_weeks_high", "migration_cost_usd",
     "cost_usd", "cost_usd_low", "cost_usd_high",
-    "memory_per_chip_gb", "hbm_gb", "fits_in_memory", "energy_kwh", "energy_kwh_low", "energy_kwh_high", "co2e_kg",
+    "memory_per_chip_gb", "hbm_gb", "fits_in_memory", *(f"{c}_gb" for c in memory.COMPONENTS), "energy_kwh", "energy_kwh_low", "energy_kwh_high", "co2e_kg",
     "run_framework", "framework_switch", "support", "team_framework_support", "framework_efficiency",
     "train_flops", "peak_flops_per_s", "clouds_offering",
 ]
 
 
-def evaluate(scenario: Scenario, catalog: catalog_mod.Catalog | None = None,
-             calibration: calibration_mod.Calibration | None = None) -> pl.DataFrame:
-    """Every (accelerator, cloud, pricing model) option for ``scenario``; feasible ones sorted by cost first."""
+def evaluate_full(scenario: Scenario, catalog: catalog_mod.Catalog | None = None,
+                  calibration: calibration_mod.Calibration | None = None, job_frame: pl.DataFrame | None = None
+                  ) -> pl.DataFrame:
+    """Every option with every input and intermediate column (for sweeps, charts and explanations)."""
     cat = catalog or _default_catalog()
     cal = calibration or _default_calibration(cat)
     frame = (
-        _accelerator_frame(scenario, cat, cal)
+        _accelerator_frame(scenario, cat, cal, jobs(scenario) if job_frame is None else job_frame)
         .join(_prices(cat, scenario), on="accelerator_id", how="left")
         .join(_clouds_per_accelerator(cat), on="accelerator_id", how="left")
         .with_columns(pl.col("pricing_model").fill_null(scenario.pricing[0]))
@@ -261,15 +279,31 @@ def evaluate(scenario: Scenario, catalog: catalog_mod.Catalog | None = None,
     )
     frame = frame.with_columns(infeasible_reason=_reasons(scenario)).with_columns(
         feasible=pl.col("infeasible_reason").is_null())
-    return frame.select(OUTPUT_COLUMNS).sort(["feasible", "cost_usd"], descending=[True, False], nulls_last=True)
+    return frame.sort(["job", "feasible", "cost_usd"], descending=[False, True, False], nulls_last=True)
 
 
-def memory_breakdown(scenario: Scenario, accelerator_id: str, chips: int, tensor_parallel: int = 1,
-                     catalog: catalog_mod.Catalog | None = None) -> pl.DataFrame:
-    """Long frame (component, bytes, gb) of memory per chip for one accelerator; totals = sum of parts."""
-    cat = catalog or _default_catalog()
-    row = cat.accelerators.filter(pl.col("accelerator_id") == accelerator_id)
-    parts = _memory_columns(scenario, pl.lit(float(chips)), pl.lit(float(tensor_parallel)))
-    values = row.select(**parts).row(0, named=True)
-    return pl.DataFrame({"component": list(values), "bytes": [float(v) for v in values.values()]}).with_columns(
-        gb=pl.col("bytes") / 1e9)
+def evaluate(scenario: Scenario, catalog: catalog_mod.Catalog | None = None,
+             calibration: calibration_mod.Calibration | None = None) -> pl.DataFrame:
+    """Every (accelerator, cloud, pricing model) option for ``scenario``; feasible ones sorted by cost first."""
+    return evaluate_full(scenario, catalog, calibration).select(OUTPUT_COLUMNS)
+
+
+def sweep(scenario: Scenario, picks: pl.DataFrame, catalog: catalog_mod.Catalog | None = None,
+          calibration: calibration_mod.Calibration | None = None, **vary) -> pl.DataFrame:
+    """Evaluate chosen options (``picks``: accelerator_id, cloud, pricing_model) over varied jobs.
+
+    ``vary`` is ``params=[...]`` (model sizes) or ``days=[...]`` (target durations); see :func:`jobs`.
+    """
+    narrowed = dataclasses.replace(scenario, accelerators=tuple(picks["accelerator_id"].unique()))
+    frame = evaluate_full(narrowed, catalog, calibration, jobs(scenario, **vary))
+    return frame.join(picks.select("accelerator_id", "cloud", "pricing_model"),
+                      on=["accelerator_id", "cloud", "pricing_model"], how="semi")
+
+
+def memory_breakdown(frame: pl.DataFrame) -> pl.DataFrame:
+    """Long frame (accelerator_id, chips, component, gb, hbm_gb) of memory per chip; the parts sum to
+    ``memory_per_chip_gb`` of each option."""
+    keys = ["accelerator_id", "name", "chips", "tensor_parallel", "hbm_gb"]
+    return (frame.select(*keys, *(f"{c}_gb" for c in memory.COMPONENTS))
+            .unpivot(index=keys, variable_name="component", value_name="gb")
+            .with_columns(pl.col("component").str.strip_suffix("_gb")))
