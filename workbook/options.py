@@ -111,22 +111,31 @@ def _goodput(s: Scenario, cal: calibration_mod.Calibration, suffix: str) -> floa
 def jobs(s: Scenario, **vary) -> pl.DataFrame:
     """The scenario's job as a one-row frame; ``vary`` (params=[...] or days=[...]) makes one row per value.
 
-    Varying ``params`` keeps the scenario's tokens per parameter and its model's default shape.
+    Varying ``params`` keeps the scenario's tokens per parameter and its model's default shape. Varied
+    jobs are open-ended: no deadline or budget, so a chart can show what lies beyond them.
     """
-    m = s.model
+    m, c = s.model, s.constraints
     specs = [m] if "params" not in vary else [
-        ModelSpec.from_params(p, p * m.active_params / m.params, seq_len=m.seq_len) for p in vary["params"]]
+        ModelSpec.from_params(p, min(p, p * m.active_params / m.params), seq_len=m.seq_len) for p in vary["params"]]
     days = vary.get("days", [None if s.chips is not None else s.target_days])
-    rows = [{"params": spec.params, "active_params": spec.active_params, "n_layers": spec.n_layers,
-             "hidden_dim": spec.hidden_dim, "attention_dim": spec.attention_dim, "seq_len": spec.seq_len,
-             "tokens": s.tokens * spec.params / m.params, "target_days": d,
-             "chips_given": None if "days" in vary else s.chips}
+    rows = [{"sweep": next(iter(vary), "main"), "params": spec.params, "active_params": spec.active_params,
+             "n_layers": spec.n_layers, "hidden_dim": spec.hidden_dim, "attention_dim": spec.attention_dim,
+             "seq_len": spec.seq_len, "tokens": s.tokens * spec.params / m.params, "target_days": d,
+             "chips_given": None if "days" in vary else s.chips,
+             "deadline_days": None if vary else c.deadline_days, "budget_usd": None if vary else c.budget_usd}
             for spec in specs for d in days]
-    return pl.DataFrame(rows, schema_overrides={"target_days": pl.Float64, "chips_given": pl.Int64}).with_row_index("job")
+    schema = {"target_days": pl.Float64, "chips_given": pl.Int64, "deadline_days": pl.Float64, "budget_usd": pl.Float64}
+    return pl.DataFrame(rows, schema_overrides=schema)
+
+
+def job_frame(s: Scenario, **sweeps) -> pl.DataFrame:
+    """The main job plus one job per swept value (``days=[...]``, ``params=[...]``), numbered."""
+    parts = [jobs(s)] + [jobs(s, **{name: values}) for name, values in sweeps.items()]
+    return pl.concat(parts).with_row_index("job")
 
 
 def _accelerator_frame(s: Scenario, cat: catalog_mod.Catalog, cal: calibration_mod.Calibration,
-                       job_frame: pl.DataFrame) -> pl.DataFrame:
+                       jobs_frame: pl.DataFrame) -> pl.DataFrame:
     acc = cat.accelerators
     if s.accelerators:
         acc = acc.filter(pl.col("accelerator_id").is_in(list(s.accelerators)))
@@ -137,7 +146,7 @@ def _accelerator_frame(s: Scenario, cat: catalog_mod.Catalog, cal: calibration_m
     return (
         acc.join(_framework_paths(cat, s.framework, s.constraints.framework_lock_in), on="kind", how="left")
         .join(mfu, on="accelerator_id", how="left")
-        .join(job_frame, how="cross")
+        .join(jobs_frame, how="cross")
         .with_columns(
             pl.col(peak).alias("peak_flops_per_s"),
             pl.col("kind").replace_strict(throughput.SCALE_LOSS_PER_DOUBLING, return_dtype=pl.Float64).alias("scale_loss"),
@@ -234,12 +243,11 @@ def _reasons(s: Scenario) -> pl.Expr:
     ]
     if c.multi_cloud:
         checks.append((pl.col("clouds_offering").fill_null(0) < 2, pl.lit("offered by only one cloud (multi-cloud required)")))
-    if c.deadline_days is not None:
-        checks.append((pl.col("train_days") > c.deadline_days,
-                       pl.format("takes {} days, past the {}-day deadline", pl.col("train_days").round(1), pl.lit(c.deadline_days))))
-    if c.budget_usd is not None:
-        checks.append((pl.col("cost_usd") > c.budget_usd,
-                       pl.format("costs ${}M, over the ${}M budget", (pl.col("cost_usd") / 1e6).round(2), pl.lit(round(c.budget_usd / 1e6, 2)))))
+    checks.append((pl.col("train_days") > pl.col("deadline_days"),
+                   pl.format("takes {} days, past the {}-day deadline", pl.col("train_days").round(1), pl.col("deadline_days"))))
+    checks.append((pl.col("cost_usd") > pl.col("budget_usd"),
+                   pl.format("costs ${}M, over the ${}M budget", (pl.col("cost_usd") / 1e6).round(2),
+                             (pl.col("budget_usd") / 1e6).round(2))))
     reason = pl.lit(None, pl.String)
     for condition, text in reversed(checks):
         reason = pl.when(condition.fill_null(False)).then(text).otherwise(reason)
@@ -256,18 +264,22 @@ OUTPUT_COLUMNS = [
     "cost_usd", "cost_usd_low", "cost_usd_high",
     "memory_per_chip_gb", "hbm_gb", "fits_in_memory", *(f"{c}_gb" for c in memory.COMPONENTS), "energy_kwh", "energy_kwh_low", "energy_kwh_high", "co2e_kg",
     "run_framework", "framework_switch", "support", "team_framework_support", "framework_efficiency",
-    "train_flops", "peak_flops_per_s", "clouds_offering",
+    "train_flops", "peak_flops_per_s", "clouds_offering", "params", "tokens",
 ]
 
 
 def evaluate_full(scenario: Scenario, catalog: catalog_mod.Catalog | None = None,
-                  calibration: calibration_mod.Calibration | None = None, job_frame: pl.DataFrame | None = None
+                  calibration: calibration_mod.Calibration | None = None, jobs_frame: pl.DataFrame | None = None
                   ) -> pl.DataFrame:
-    """Every option with every input and intermediate column (for sweeps, charts and explanations)."""
+    """Every option with every input and intermediate column (for sweeps, charts and explanations).
+
+    ``jobs_frame`` (from :func:`job_frame`) evaluates several jobs at once; the ``job`` and ``sweep``
+    columns tell them apart. By default: the scenario's own job only.
+    """
     cat = catalog or _default_catalog()
     cal = calibration or _default_calibration(cat)
     frame = (
-        _accelerator_frame(scenario, cat, cal, jobs(scenario) if job_frame is None else job_frame)
+        _accelerator_frame(scenario, cat, cal, job_frame(scenario) if jobs_frame is None else jobs_frame)
         .join(_prices(cat, scenario), on="accelerator_id", how="left")
         .join(_clouds_per_accelerator(cat), on="accelerator_id", how="left")
         .with_columns(pl.col("pricing_model").fill_null(scenario.pricing[0]))
@@ -295,7 +307,12 @@ def sweep(scenario: Scenario, picks: pl.DataFrame, catalog: catalog_mod.Catalog 
     ``vary`` is ``params=[...]`` (model sizes) or ``days=[...]`` (target durations); see :func:`jobs`.
     """
     narrowed = dataclasses.replace(scenario, accelerators=tuple(picks["accelerator_id"].unique()))
-    frame = evaluate_full(narrowed, catalog, calibration, jobs(scenario, **vary))
+    frame = evaluate_full(narrowed, catalog, calibration, job_frame(scenario, **vary))
+    return picked(frame.filter(pl.col("sweep") != "main"), picks)
+
+
+def picked(frame: pl.DataFrame, picks: pl.DataFrame) -> pl.DataFrame:
+    """Rows of ``frame`` for the chosen (accelerator, cloud, pricing model) options."""
     return frame.join(picks.select("accelerator_id", "cloud", "pricing_model"),
                       on=["accelerator_id", "cloud", "pricing_model"], how="semi")
 

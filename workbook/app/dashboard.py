@@ -1,0 +1,205 @@
+"""The Voila/JupyterLab dashboard: controls -> Scenario -> frames -> charts, recomputed on every change.
+
+    from workbook.app.dashboard import Dashboard
+    Dashboard().widget          # display it (the app notebook does exactly this)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import tempfile
+from pathlib import Path
+
+import altair as alt
+import ipywidgets as w
+import polars as pl
+
+from workbook import catalog as catalog_mod
+from workbook import charts, options
+from workbook.app import state, views
+from workbook.app.offline import enable_offline_charts
+from workbook.errors import DataError, InputError
+from workbook.recommend import recommend
+from workbook.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
+
+FRONTIER_DAYS = [3, 7, 14, 30, 60, 120, 240, 365]
+SIZE_SWEEP_PARAMS = [10 ** (8 + i * 0.5) for i in range(10)]  # 100M .. 3.2T
+FRONTIER_OPTIONS = 5
+LABELS = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
+
+
+def _log_slider(description, value, low, high, **kw):
+    return w.FloatLogSlider(value=value, base=10, min=math.log10(low), max=math.log10(high), step=0.02,
+                            description=description, continuous_update=False, readout_format=".3g",
+                            style={"description_width": "150px"}, layout=w.Layout(width="420px"), **kw)
+
+
+class Dashboard:
+    """Builds the controls and outputs, wires them with ``observe``, and recomputes on each change."""
+
+    def __init__(self, catalog: catalog_mod.Catalog | None = None):
+        enable_offline_charts()
+        self.catalog = catalog or catalog_mod.load()
+        self.base_catalog = self.catalog
+        self.controls = self._controls()
+        self.status = w.HTML()
+        self.card = w.HTML()
+        self.table = w.HTML()
+        self.charts = {name: alt.JupyterChart(template(), embed_options={"actions": False})
+                       for name, template in charts.TEMPLATES.items()}
+        self.frame: pl.DataFrame | None = None
+        self.scenario = None
+        self._syncing = False
+        self.widget = self._layout()
+        for control in self.controls.values():
+            if not isinstance(control, w.FileUpload):
+                control.observe(self._on_change, names="value")
+        self.controls["price_file"].observe(self._on_price_file, names="value")
+        self.update()
+
+    # ---- construction -------------------------------------------------------------------------
+    def _controls(self) -> dict[str, w.Widget]:
+        d = state.DEFAULTS
+        style = {"description_width": "150px"}
+        clouds = ["any"] + sorted(self.catalog.usable_prices()["cloud"].unique())
+        return {
+            "params_b": _log_slider("Model size (B params)", d["params_b"], 0.1, 2000),
+            "moe": w.Checkbox(value=d["moe"], description="Mixture of experts", style=style),
+            "active_params_b": _log_slider("Active params (B)", d["active_params_b"], 0.1, 2000, disabled=True),
+            "compute_optimal": w.Checkbox(value=d["compute_optimal"], description="20 tokens per parameter", style=style),
+            "tokens_b": _log_slider("Training tokens (B)", d["tokens_b"], 1, 100_000, disabled=True),
+            "framework": w.ToggleButtons(options=[(LABELS[f], f) for f in FRAMEWORKS], value=d["framework"],
+                                         description="Framework", style={**style, "button_width": "90px"}),
+            "days": w.IntSlider(value=d["days"], min=1, max=365, description="Target days", continuous_update=False,
+                                style=style, layout=w.Layout(width="420px")),
+            "precision": w.ToggleButtons(options=[(p.upper(), p) for p in PRECISIONS], value=d["precision"],
+                                         description="Precision", style={**style, "button_width": "60px"}),
+            "pricing": w.Dropdown(options=list(PRICING_MODELS), value=d["pricing"], description="Pricing", style=style),
+            "cloud": w.Dropdown(options=clouds, value=d["cloud"], description="Cloud", style=style),
+            "multi_cloud": w.Checkbox(value=d["multi_cloud"], description="Must run on 2+ clouds", style=style),
+            "lock_in": w.Checkbox(value=d["lock_in"], description="Stay on our framework", style=style),
+            "budget_musd": w.FloatText(value=d["budget_musd"], description="Budget cap ($M, 0 = none)", style=style),
+            "use_mfu_override": w.Checkbox(value=d["use_mfu_override"], description="Override MFU", style=style),
+            "mfu_override": w.FloatSlider(value=d["mfu_override"], min=0.05, max=0.9, step=0.01, description="MFU",
+                                          continuous_update=False, style=style),
+            "use_goodput_override": w.Checkbox(value=d["use_goodput_override"], description="Override goodput", style=style),
+            "goodput_override": w.FloatSlider(value=d["goodput_override"], min=0.1, max=1.0, step=0.01,
+                                              description="Goodput", continuous_update=False, style=style),
+            "include_migration_cost": w.Checkbox(value=d["include_migration_cost"], description="Count migration cost", style=style),
+            "usd_per_engineer_week": w.FloatText(value=d["usd_per_engineer_week"], description="$ per engineer-week", style=style),
+            "price_file": w.FileUpload(accept=".csv", multiple=False, description="Price overrides CSV"),
+        }
+
+    def _layout(self) -> w.Widget:
+        c = self.controls
+        advanced = w.VBox([c["use_mfu_override"], c["mfu_override"], c["use_goodput_override"], c["goodput_override"],
+                           c["include_migration_cost"], c["usd_per_engineer_week"],
+                           w.HTML("<small>Your negotiated prices: a CSV with columns accelerator_id, cloud, pricing_model, "
+                                  "usd_per_chip_hour, as_of, source (see README).</small>"), c["price_file"]])
+        accordion = w.Accordion(children=[advanced], titles=("Advanced: MFU, goodput, engineering cost, prices",))
+        accordion.selected_index = None
+        left = w.VBox([w.HTML("<b>Model</b>"), c["params_b"], c["moe"], c["active_params_b"], c["compute_optimal"],
+                       c["tokens_b"], w.HTML("<b>Job</b>"), c["framework"], c["days"], c["precision"], c["pricing"],
+                       w.HTML("<b>Constraints</b>"), c["cloud"], c["multi_cloud"], c["lock_in"], c["budget_musd"],
+                       accordion], layout=w.Layout(width="460px", min_width="440px"))
+        grid = w.GridBox(list(self.charts.values()),
+                         layout=w.Layout(grid_template_columns="repeat(2, minmax(480px, 1fr))", grid_gap="12px"))
+        right = w.VBox([self.status, self.card, grid, w.HTML("<h3>All options</h3>"), self.table],
+                       layout=w.Layout(flex="1 1 auto"))
+        header = w.HTML(
+            "<h1 style='margin:0'>Accelerator Workbook</h1>"
+            "<div style='font-size:16px;color:#444;margin-bottom:8px'>Which accelerator should we train this model on, "
+            "how many chips, how long, what will it cost, and why?</div>")
+        footer = w.HTML(self._footer())
+        return w.VBox([header, w.HBox([left, right]), footer], layout=w.Layout(padding="8px"))
+
+    def _footer(self) -> str:
+        cat = self.catalog
+        return ("<div style='color:#666;font-size:12px;margin-top:12px'>Prices as of "
+                f"{cat.prices_as_of:%Y-%m-%d} (newest row; catalog rows are about 2025-05) from "
+                f"{cat.usable_prices().height} price quotes; specs as of {cat.accelerators['as_of'].max():%Y-%m-%d}. "
+                "MFU and goodput are calibrated on published training runs; every figure's source is in data/ "
+                "and the engineer notebook explore.ipynb.</div>")
+
+    # ---- behaviour ----------------------------------------------------------------------------
+    def values(self) -> dict:
+        return {k: c.value for k, c in self.controls.items() if not isinstance(c, w.FileUpload)}
+
+    def _on_change(self, change) -> None:
+        if self._syncing:
+            return
+        c = self.controls
+        c["active_params_b"].disabled = not c["moe"].value
+        c["tokens_b"].disabled = c["compute_optimal"].value
+        if c["compute_optimal"].value:
+            self._syncing = True  # showing the derived token count is not a user change
+            try:
+                c["tokens_b"].value = state.tokens_b(self.values())
+            finally:
+                self._syncing = False
+        self.update()
+
+    def _on_price_file(self, change) -> None:
+        files = change["new"]
+        if not files:
+            return
+        upload = files[0]
+        with tempfile.TemporaryDirectory() as folder:
+            target = Path(folder) / "price_overrides.csv"
+            target.write_bytes(bytes(upload["content"]))
+            try:
+                self.catalog = catalog_mod.load(price_overrides=target)
+            except DataError as err:
+                self.catalog = self.base_catalog
+                self.status.value = views.message(str(err).replace(str(target), upload["name"]))
+                return
+        self.status.value = views.message(f"Using your prices from {upload['name']}.", "info")
+        self.update(keep_status=True)
+
+    def update(self, keep_status: bool = False) -> None:
+        """Recompute everything from the current control values; show a message instead of failing."""
+        try:
+            scenario = state.scenario_from(self.values())
+        except InputError as err:
+            self.status.value = views.message(str(err))
+            return
+        if not keep_status:
+            self.status.value = ""
+        try:
+            self._recompute(scenario)
+        except Exception as err:  # the page must never show a traceback; the message names what failed
+            self.status.value = views.message(f"This scenario could not be computed ({type(err).__name__}: {err}).")
+
+    def _recompute(self, scenario) -> None:
+        self.scenario = scenario
+        jobs = options.job_frame(scenario, days=FRONTIER_DAYS, params=SIZE_SWEEP_PARAMS)
+        everything = options.evaluate_full(scenario, self.catalog, jobs_frame=jobs)
+        frame = everything.filter(pl.col("sweep") == "main")
+        self.frame = frame
+        rec = recommend(frame, scenario.framework)
+        self.card.value = views.recommendation(rec)
+        self.table.value = views.option_table(frame.select(options.OUTPUT_COLUMNS))
+        self._update_charts(scenario, frame, everything)
+
+    def _show(self, name: str, datasets: dict) -> None:
+        """Swap only the data of a chart: its spec was built and validated once (see charts module)."""
+        self.charts[name].spec = {**_template_spec(name), "datasets": datasets}
+
+    def _update_charts(self, scenario, frame: pl.DataFrame, everything: pl.DataFrame) -> None:
+        """The four charts; the sweeps were evaluated with the main job in one pass (``everything``)."""
+        best = charts.best_per_accelerator(frame)
+        picks = best.head(FRONTIER_OPTIONS)
+        leaders = best.group_by("kind", maintain_order=True).first().filter(pl.col("kind").is_in(["gpu", "tpu"]))
+        self._show("cost", charts.cost_datasets(frame))
+        self._show("memory", charts.memory_datasets(options.memory_breakdown(best.head(8))))
+        frontier = options.picked(everything.filter(pl.col("sweep") == "days"), picks)
+        self._show("frontier", charts.frontier_datasets(frontier, scenario.constraints.deadline_days))
+        sizes = options.picked(everything.filter(pl.col("sweep") == "params"), leaders)
+        self._show("size", charts.size_datasets(sizes, scenario.model.params))
+
+
+@functools.cache
+def _template_spec(name: str) -> dict:
+    return charts.TEMPLATES[name]().to_dict()

@@ -1,0 +1,58 @@
+"""HTML for the page: recommendation card, option table, messages. Plain words, numbers for people."""
+
+from __future__ import annotations
+
+import html
+
+import polars as pl
+
+from workbook.recommend import Recommendation, days, usd
+
+CARD_STYLE = ("border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:#f6f8fa;"
+              "font-size:14px;line-height:1.45")
+
+
+def message(text: str, kind: str = "error") -> str:
+    color = {"error": "#b00020", "info": "#555"}[kind]
+    return f'<div class="wb-message wb-{kind}" style="color:{color};font-size:14px">{html.escape(text)}</div>'
+
+
+def _option_line(option: dict) -> str:
+    return (f"<b>{html.escape(option['name'])}</b> on {html.escape(option['cloud'])} ({option['pricing_model']}): "
+            f"{option['chips']:,} chips, {days(option['train_days'])}, <b>{usd(option['cost_usd'])}</b>")
+
+
+def recommendation(rec: Recommendation) -> str:
+    """The card a manager reads first: the answer, why, the runners-up, and what was ruled out."""
+    parts = [f'<div class="wb-card" style="{CARD_STYLE}">',
+             f'<div class="wb-headline" style="font-size:18px;font-weight:600;margin-bottom:6px">{html.escape(rec.headline)}</div>']
+    parts.append("<ul style='margin:4px 0 8px 18px;padding:0'>" +
+                 "".join(f"<li>{html.escape(r)}</li>" for r in rec.reasons) + "</ul>")
+    if rec.runners_up:
+        parts.append("<div><b>Runners-up:</b> " + "; ".join(_option_line(o) for o in rec.runners_up) + "</div>")
+    if rec.infeasible.height:
+        items = "".join(f"<li>{html.escape(r['name'])}: {html.escape(r['reason'] or '')}</li>"
+                        for r in rec.infeasible.to_dicts())
+        parts.append(f"<details style='margin-top:6px'><summary>Ruled out ({rec.infeasible.height})</summary>"
+                     f"<ul style='margin:4px 0 0 18px;padding:0'>{items}</ul></details>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
+    """All options, cheapest first, formatted ($1.2M, 18.5 days); infeasible ones last with the reason."""
+    rows = []
+    for r in frame.head(limit).to_dicts():
+        ok = r["feasible"]
+        cost = usd(r["cost_usd"]) if r["cost_usd"] is not None else "–"
+        band = f"{usd(r['cost_usd_low'])}–{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else ""
+        cells = [r["name"], r["cloud"] or "–", r["pricing_model"], f"{r['chips']:,}" if r["chips"] else "–",
+                 days(r["train_days"]) if r["train_days"] else "–", cost, band,
+                 f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB", "ok" if ok else (r["infeasible_reason"] or "")]
+        style = "" if ok else " style='color:#888'"
+        rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    head = ["Accelerator", "Cloud", "Pricing", "Chips", "Time", "Cost", "Cost range", "Memory / chip", "Status"]
+    more = f"<div style='color:#666'>{frame.height - limit} more options not shown</div>" if frame.height > limit else ""
+    return ("<table class='wb-table' style='border-collapse:collapse;font-size:13px'>"
+            "<thead><tr>" + "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>" for h in head) + "</tr></thead>"
+            "<tbody>" + "".join(rows).replace("<td>", "<td style='padding:2px 8px'>") + "</tbody></table>" + more)
