@@ -35,6 +35,7 @@ class Catalog:
     prices: pl.DataFrame
     frameworks: pl.DataFrame
     framework_switches: pl.DataFrame
+    platform_ports: pl.DataFrame
     reference_runs: pl.DataFrame
 
     @property
@@ -161,5 +162,6 @@ def load(data_dir: Path | str | None = None, price_overrides: Path | str | None 
         prices=prices,
         frameworks=read_table(root / "frameworks.csv", schemas.Frameworks),
         framework_switches=read_table(root / "framework_switches.csv", schemas.FrameworkSwitches),
+        platform_ports=read_table(root / "platform_ports.csv", schemas.PlatformPorts),
         reference_runs=runs,
     )

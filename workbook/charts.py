@@ -15,7 +15,7 @@ import polars as pl
 KIND_COLORS = alt.Scale(domain=["gpu", "tpu", "trainium"], range=["#4c78a8", "#f58518", "#54a24b"])
 KIND_LEGEND = alt.Legend(title="Family", labelExpr="{'gpu': 'GPU', 'tpu': 'TPU', 'trainium': 'Trainium'}[datum.label]")
 COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "overhead"]
-WIDTH = 460
+WIDTH = 330
 USD = "$.3s"
 MONEY = "$,.0f"
 
@@ -46,8 +46,8 @@ def _message_layer(height: int = 60) -> alt.Chart:
 # ---- 1. cost by option --------------------------------------------------------------------------
 @functools.cache
 def cost_template() -> alt.LayerChart:
-    y = alt.Y("option:N", sort=alt.EncodingSortField("cost_usd", order="ascending"), title=None,
-              axis=alt.Axis(labelLimit=320))
+    y = alt.Y("option:N", sort=alt.EncodingSortField("rank", op="min", order="ascending"), title=None,
+              axis=alt.Axis(labelLimit=220))
     base = alt.Chart(alt.NamedData("options"))
     bars = base.mark_bar(opacity=0.85).encode(
         x=alt.X("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD)), y=y,
@@ -60,12 +60,13 @@ def cost_template() -> alt.LayerChart:
                  alt.Tooltip("cost_usd_high:Q", title="High", format=MONEY)])
     band = base.mark_rule(color="#333", strokeWidth=1.5).encode(x="cost_usd_low:Q", x2="cost_usd_high:Q", y=y)
     return alt.layer(bars, band, _message_layer()).properties(
-        title="Training cost by accelerator (cheapest cloud and pricing for each; line = low-high range)", width=WIDTH)
+        title=alt.TitleParams("Training cost by accelerator",
+                              subtitle="cheapest cloud and pricing for each; black line = low-high range"), width=WIDTH)
 
 
 def cost_datasets(frame: pl.DataFrame, top: int = 12) -> dict[str, list[dict]]:
-    data = _with_option(best_per_accelerator(frame).head(top))
-    columns = ["option", "name", "kind", "cloud", "pricing_model", "chips", "train_days", "cost_usd", "cost_usd_low",
+    data = _with_option(best_per_accelerator(frame).head(top)).with_row_index("rank")
+    columns = ["rank", "option", "name", "kind", "cloud", "pricing_model", "chips", "train_days", "cost_usd", "cost_usd_low",
                "cost_usd_high"]
     return {"options": _rows(data, columns), "message": _message(None if data.height else "No option meets the constraints")}
 
@@ -81,7 +82,7 @@ def frontier_template() -> alt.LayerChart:
     lines = alt.Chart(alt.NamedData("points")).mark_line(point=True).encode(
         x=alt.X("train_days:Q", title="Days to train (log scale)", scale=alt.Scale(type="log")),
         y=alt.Y("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD), scale=alt.Scale(zero=False)),
-        color=alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=360)),
+        color=alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=380)),
         tooltip=[alt.Tooltip("option:N", title="Option"), alt.Tooltip("chips:Q", format=","),
                  alt.Tooltip("train_days:Q", title="Days", format=".1f"), alt.Tooltip("cost_usd:Q", title="Cost", format=MONEY)])
     deadline = alt.Chart(alt.NamedData("deadline"))
@@ -89,7 +90,8 @@ def frontier_template() -> alt.LayerChart:
     label = deadline.mark_text(align="left", dx=4, baseline="top", color="#c00").encode(
         x="deadline:Q", y=alt.value(4), text="label:N")
     return alt.layer(lines, rule, label, _message_layer()).properties(
-        title="Cost vs time to train: more chips finish sooner (each point is a chip count)", width=WIDTH, height=280)
+        title=alt.TitleParams("Cost vs time to train", subtitle="each point is a chip count; more chips finish sooner"),
+        width=WIDTH, height=260)
 
 
 def frontier_datasets(sweep_frame: pl.DataFrame, deadline_days: float | None) -> dict[str, list[dict]]:
@@ -107,7 +109,8 @@ def frontier(sweep_frame: pl.DataFrame, deadline_days: float | None) -> alt.Laye
 # ---- 3. memory per chip ------------------------------------------------------------------------
 @functools.cache
 def memory_template() -> alt.LayerChart:
-    y = alt.Y("label:N", sort=alt.EncodingSortField("rank", order="ascending"), title=None, axis=alt.Axis(labelLimit=320))
+    y = alt.Y("label:N", sort=alt.EncodingSortField("rank", op="min", order="ascending"), title=None,
+              axis=alt.Axis(labelLimit=220))
     bars = alt.Chart(alt.NamedData("parts")).mark_bar().encode(
         x=alt.X("gb:Q", title="GB per chip", stack="zero"), y=y,
         color=alt.Color("component:N", sort=COMPONENT_ORDER, title="Component"),
@@ -117,7 +120,7 @@ def memory_template() -> alt.LayerChart:
     capacity = alt.Chart(alt.NamedData("capacity")).mark_tick(color="#c00", thickness=3, size=22).encode(
         x="hbm_gb:Q", y=y, tooltip=[alt.Tooltip("hbm_gb:Q", title="HBM capacity (GB)", format=".0f")])
     return alt.layer(bars, capacity, _message_layer()).properties(
-        title="Memory per chip vs HBM capacity (red tick)", width=WIDTH)
+        title=alt.TitleParams("Memory per chip", subtitle="by component; red tick = HBM capacity"), width=WIDTH)
 
 
 def memory_datasets(long_frame: pl.DataFrame) -> dict[str, list[dict]]:
@@ -141,11 +144,11 @@ def memory(long_frame: pl.DataFrame) -> alt.LayerChart:
 @functools.cache
 def size_template() -> alt.HConcatChart:
     x = alt.X("params:Q", title="Parameters (log scale)", scale=alt.Scale(type="log"), axis=alt.Axis(format=".2s"))
-    color = alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=360))
+    color = alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=380))
     tooltip = [alt.Tooltip("option:N", title="Option"), alt.Tooltip("params:Q", title="Parameters", format=".3s"),
                alt.Tooltip("chips:Q", format=","), alt.Tooltip("train_days:Q", title="Days", format=".1f"),
                alt.Tooltip("cost_usd:Q", title="Cost", format=MONEY)]
-    base = alt.Chart(alt.NamedData("points")).properties(width=WIDTH // 2 - 20, height=220)
+    base = alt.Chart(alt.NamedData("points")).properties(width=WIDTH // 2 - 30, height=220)
     now = alt.Chart(alt.NamedData("now")).mark_rule(strokeDash=[4, 3], color="#666").encode(x="params:Q")
     cross = alt.Chart(alt.NamedData("crossings")).mark_rule(color="#9467bd").encode(
         x="params:Q", tooltip=[alt.Tooltip("text:N", title="Crossover")])
@@ -156,8 +159,9 @@ def size_template() -> alt.HConcatChart:
         x=x, y=alt.Y("chips:Q", title="Chips needed for the target days", scale=alt.Scale(type="log")),
         color=color, tooltip=tooltip)
     return alt.hconcat(alt.layer(cost_panel, now, cross, _message_layer()), alt.layer(chips_panel, now, cross)).properties(
-        title="Cost and chips vs model size at the target duration, leading GPU and TPU options "
-              "(purple = where the cheaper one flips; lines end where the largest documented job is too small)")
+        title=alt.TitleParams("Cost and chips vs model size", subtitle=[
+            "leading GPU and TPU options, sized for the target days; dashed = your model",
+            "purple = where the cheaper option flips; a line ends where no documented job is big enough"]))
 
 
 def crossings(sweep_frame: pl.DataFrame) -> pl.DataFrame:

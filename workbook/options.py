@@ -145,6 +145,10 @@ def _accelerator_frame(s: Scenario, cat: catalog_mod.Catalog, cal: calibration_m
         pl.col("mfu_high").alias("mfu_base_high"), pl.col("basis").alias("mfu_basis"))
     return (
         acc.join(_framework_paths(cat, s.framework, s.constraints.framework_lock_in), on="kind", how="left")
+        .join(cat.platform_ports.select("vendor", "kind", pl.col("weeks").alias("_port"), pl.col("weeks_low").alias("_port_low"),
+                                        pl.col("weeks_high").alias("_port_high")), on=["vendor", "kind"], how="left")
+        .with_columns(**{f"migration_weeks{b}": pl.col(f"migration_weeks{b}") + pl.col(f"_port{b}").fill_null(0) for b in BAND})
+        .drop("_port", "_port_low", "_port_high")
         .join(mfu, on="accelerator_id", how="left")
         .join(jobs_frame, how="cross")
         .with_columns(
@@ -193,6 +197,7 @@ def _prices(cat: catalog_mod.Catalog, s: Scenario) -> pl.DataFrame:
         pl.col("usd_per_chip_hour").max().alias("usd_per_chip_hour_high"),
         pl.len().alias("price_rows"), pl.col("as_of").max().alias("price_as_of"),
         pl.col("as_of_approx").any().alias("price_as_of_approx"),
+        pl.col("notes").str.contains("secondary source").any().alias("price_secondary_source"),
     )
 
 
@@ -259,6 +264,7 @@ OUTPUT_COLUMNS = [
     "chips", "tensor_parallel", "min_chips_to_fit", "mfu", "mfu_base", "mfu_base_low", "mfu_base_high", "mfu_basis",
     "train_days", "train_days_low", "train_days_high", "chip_hours", "chip_hours_low", "chip_hours_high",
     "usd_per_chip_hour", "usd_per_chip_hour_low", "usd_per_chip_hour_high", "price_rows", "price_as_of", "price_as_of_approx",
+    "price_secondary_source",
     "compute_cost_usd", "compute_cost_usd_low", "compute_cost_usd_high",
     "migration_weeks", "migration_weeks_low", "migration_weeks_high", "migration_cost_usd",
     "cost_usd", "cost_usd_low", "cost_usd_high",

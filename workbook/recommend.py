@@ -59,6 +59,8 @@ def _framework_reason(option: dict, team_framework: str) -> str | None:
     if option["framework_switch"]:
         return (f"It needs a {team}->{run} move (about {weeks:g} engineer-weeks, {usd(cost)} included in the cost), "
                 f"because {team} support on {KIND_NAMES[option['kind']]} is {option['team_framework_support']}.")
+    if weeks > 0 and option["framework_efficiency"] >= 1:
+        return (f"It runs {team} after about {weeks:g} engineer-weeks of porting to this platform ({usd(cost)} included).")
     if weeks > 0:
         return (f"It runs {team} ({option['support']} on {KIND_NAMES[option['kind']]}, about "
                 f"{option['framework_efficiency']:.0%} of the native stack's speed) after about {weeks:g} engineer-weeks "
@@ -98,7 +100,10 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
     reasons.append(f"Memory fits: {best['memory_per_chip_gb']:.0f} GB needed per chip of {best['hbm_gb']:.0f} GB "
                    f"(at least {best['min_chips_to_fit']:,} chips needed to fit the model).")
     age = "about " if best["price_as_of_approx"] else ""
-    reasons.append(f"Price: median of {best['price_rows']} quote(s) on {best['cloud']}, as of {age}{best['price_as_of']:%Y-%m}.")
+    caveat = (" It comes from a secondary source, not the provider's price list: confirm it before committing."
+              if best["price_secondary_source"] else "")
+    reasons.append(f"Price: median of {best['price_rows']} quote(s) on {best['cloud']}, as of {age}{best['price_as_of']:%Y-%m}."
+                   + caveat)
     headline = (f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}): {best['chips']:,} chips, "
                 f"{days(best['train_days'])}, {usd(best['cost_usd'])}")
     return Recommendation(best, runners, blocked, reasons, headline)

@@ -165,3 +165,19 @@ class MfuProxies(pa.DataFrameModel):
 
     class Config:
         strict = True
+
+
+class PlatformPorts(pa.DataFrameModel):
+    """Extra engineer-weeks to move a stack written for NVIDIA GPUs to another vendor's GPUs (e.g. CUDA -> ROCm)."""
+
+    vendor: str = pa.Field(isin=("nvidia", "amd", "google", "aws", "intel"))
+    kind: str = pa.Field(isin=KINDS)
+    weeks: float = pa.Field(ge=0, le=200)
+    weeks_low: float = pa.Field(ge=0, le=200)
+    weeks_high: float = pa.Field(ge=0, le=200)
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+
+    class Config:
+        strict = True
+        unique = ["vendor", "kind"]

@@ -1,0 +1,45 @@
+"""Helpers to serve the app with Voila and drive it in headless Chromium (see ../shared/BROWSER.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def voila(notebook: str = "notebooks/app.ipynb", *extra: str):
+    """Serve ``notebook`` on a free port; yield its base URL; stop the server afterwards."""
+    port = free_port()
+    voila_bin = Path(sys.executable).parent / "voila"
+    proc = subprocess.Popen([str(voila_bin), notebook, "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", *extra],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def chromium_available() -> bool:
+    return Path(CHROMIUM).exists()

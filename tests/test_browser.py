@@ -1,0 +1,76 @@
+"""The Voila app in a real headless Chromium: it renders, and moving sliders changes charts and the answer."""
+
+import os
+import time
+
+import pytest
+
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
+
+pytestmark = pytest.mark.skipif(
+    not chromium_available() and not os.environ.get("WORKBOOK_REQUIRE_BROWSER"),
+    reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)")
+
+
+@pytest.fixture(scope="module")
+def page():
+    from playwright.sync_api import sync_playwright
+
+    with voila() as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1800})
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(url, timeout=90_000)
+        page.wait_for_function("document.querySelectorAll('.vega-embed svg').length >= 4", timeout=90_000)
+        page.errors = errors
+        yield page
+        browser.close()
+
+
+def _headline(page):
+    return page.locator(".wb-headline").inner_text()
+
+
+def _chart_svgs(page):
+    return page.evaluate("Array.from(document.querySelectorAll('.vega-embed svg')).map(s => s.innerHTML)")
+
+
+def _move(page, label, presses):
+    handle = page.locator(".widget-slider", has_text=label).locator(".noUi-handle")
+    handle.focus()
+    for _ in range(presses):
+        handle.press("ArrowRight")
+
+
+def _wait_change(page, before_headline, before_svgs, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if _headline(page) != before_headline and _chart_svgs(page) != before_svgs:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_controls_charts_and_card_render_without_errors(page):
+    body = page.inner_text("body")
+    assert "Accelerator Workbook" in body and "Traceback" not in body
+    for label in ("Model size", "Target days", "Framework", "Precision", "Pricing", "Budget cap"):
+        assert label in body
+    assert page.locator(".vega-embed svg").count() == 4
+    assert _headline(page).startswith("Train on ")
+    assert page.locator(".wb-table tbody tr").count() > 10
+    assert not page.errors
+
+
+def test_model_size_slider_changes_charts_and_recommendation(page):
+    before = (_headline(page), _chart_svgs(page))
+    _move(page, "Model size", 40)
+    assert _wait_change(page, *before), "recommendation and charts did not change after moving the model-size slider"
+
+
+def test_duration_slider_changes_charts_and_recommendation(page):
+    before = (_headline(page), _chart_svgs(page))
+    _move(page, "Target days", 60)
+    assert _wait_change(page, *before), "recommendation and charts did not change after moving the duration slider"
+    assert "Traceback" not in page.inner_text("body")
