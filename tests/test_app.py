@@ -1,0 +1,101 @@
+"""Widget wiring in the kernel: set a control -> scenario, frames and chart data change; bad states show a message."""
+
+import datetime
+
+import pytest
+
+from workbook.app import state
+from workbook.app.dashboard import Dashboard
+from workbook.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def dash():
+    return Dashboard()
+
+
+def _data(dash, name):
+    return dash.charts[name].spec["datasets"]
+
+
+def test_initial_page_has_recommendation_and_charts(dash):
+    assert "Train on" in dash.card.value
+    assert _data(dash, "cost")["options"]
+    assert dash.status.value == ""
+
+
+def test_model_size_changes_scenario_and_charts(dash):
+    before = (dash.scenario, _data(dash, "cost"), _data(dash, "size")["now"])
+    dash.controls["params_b"].value = 7
+    assert dash.scenario.model.params == pytest.approx(7e9)
+    assert dash.scenario.tokens == pytest.approx(140e9)  # 20 tokens per parameter
+    assert _data(dash, "cost") != before[1] and _data(dash, "size")["now"] != before[2]
+
+
+def test_days_moves_the_deadline_rule(dash):
+    dash.controls["days"].value = 45
+    assert _data(dash, "frontier")["deadline"][0]["deadline"] == 45
+    assert dash.scenario.constraints.deadline_days == 45
+
+
+def test_framework_and_cloud_filters(dash):
+    dash.controls["framework"].value = "tensorflow"
+    dash.controls["cloud"].value = "gcp"
+    assert dash.frame["cloud"].drop_nulls().unique().to_list() == ["gcp"]
+    assert "TensorFlow" in dash.card.value
+    dash.controls["framework"].value = "pytorch"
+    dash.controls["cloud"].value = "any"
+
+
+def test_multi_cloud_excludes_tpus_and_explains(dash):
+    dash.controls["multi_cloud"].value = True
+    assert "only one cloud" in dash.card.value
+    dash.controls["multi_cloud"].value = False
+
+
+def test_bad_and_extreme_states_show_a_message_not_a_traceback(dash):
+    dash.controls["budget_musd"].value = -5
+    assert "Budget cap" in dash.status.value
+    dash.controls["budget_musd"].value = 0.000001
+    assert "No accelerator meets" in dash.card.value
+    assert _data(dash, "cost")["message"]
+    dash.controls["budget_musd"].value = 0
+    dash.controls["params_b"].value = 2000
+    dash.controls["days"].value = 1
+    assert "Traceback" not in dash.card.value + dash.status.value
+    dash.controls["moe"].value = True
+    dash.controls["active_params_b"].value = 2000
+    dash.controls["params_b"].value = 100
+    assert "Active parameters" in dash.status.value
+    dash.controls["active_params_b"].value = 10
+    assert dash.status.value == "" and dash.scenario.model.active_params == pytest.approx(10e9)
+
+
+def test_mfu_override_changes_days(dash):
+    dash.controls["moe"].value = False
+    dash.controls["params_b"].value = 70
+    dash.controls["days"].value = 30
+    chips_before = dash.frame["chips"].to_list()
+    dash.controls["use_mfu_override"].value = True
+    dash.controls["mfu_override"].value = 0.2
+    assert dash.scenario.assumptions.mfu_override == 0.2
+    assert dash.frame["chips"].to_list() != chips_before
+    dash.controls["use_mfu_override"].value = False
+
+
+def test_price_override_upload(dash):
+    good = b"accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source\ntpu-v5p,gcp,on-demand,0.5,2026-11-01,our contract\n"
+    dash.controls["price_file"].value = ({"name": "ours.csv", "content": memoryview(good), "type": "text/csv",
+                                          "size": len(good), "last_modified": datetime.datetime(2026, 11, 1)},)
+    assert "Using your prices" in dash.status.value
+    bad = b"accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source\ntpu-v5p,gcp,on-demand,-2,2026-11-01,x y\n"
+    dash.controls["price_file"].value = ({"name": "bad.csv", "content": memoryview(bad), "type": "text/csv",
+                                          "size": len(bad), "last_modified": datetime.datetime(2026, 11, 1)},)
+    assert "bad.csv line 2, column usd_per_chip_hour" in dash.status.value
+
+
+def test_state_is_pure_and_validates():
+    s = state.scenario_from({"params_b": 7, "days": 10})
+    assert s.model.params == 7e9 and s.days == 10
+    with pytest.raises(InputError, match="Budget cap"):
+        state.scenario_from({"budget_musd": -1})
