@@ -134,29 +134,40 @@ def job_frame(s: Scenario, **sweeps) -> pl.DataFrame:
     return pl.concat(parts).with_row_index("job")
 
 
-def _accelerator_frame(s: Scenario, cat: catalog_mod.Catalog, cal: calibration_mod.Calibration,
-                       jobs_frame: pl.DataFrame) -> pl.DataFrame:
+@functools.lru_cache(maxsize=64)
+def _accelerator_inputs(cat: catalog_mod.Catalog, cal: calibration_mod.Calibration, accelerators: tuple[str, ...],
+                        framework: str, lock_in: bool, precision: str) -> pl.DataFrame:
+    """Per accelerator: specs, framework path and effort, calibrated MFU, peak for the precision.
+
+    Depends only on these choices, not on the job, so a slider move reuses it.
+    """
     acc = cat.accelerators
-    if s.accelerators:
-        acc = acc.filter(pl.col("accelerator_id").is_in(list(s.accelerators)))
-    peak = {"bf16": "bf16_flops_per_s", "fp8": "fp8_flops_per_s", "int8": "int8_ops_per_s"}[s.precision]
-    mfu = cal.mfu.filter(pl.col("precision") == s.precision).select(
+    if accelerators:
+        acc = acc.filter(pl.col("accelerator_id").is_in(list(accelerators)))
+    peak = {"bf16": "bf16_flops_per_s", "fp8": "fp8_flops_per_s", "int8": "int8_ops_per_s"}[precision]
+    mfu = cal.mfu.filter(pl.col("precision") == precision).select(
         "accelerator_id", pl.col("mfu").alias("mfu_base"), pl.col("mfu_low").alias("mfu_base_low"),
         pl.col("mfu_high").alias("mfu_base_high"), pl.col("basis").alias("mfu_basis"))
+    ports = cat.platform_ports.select("vendor", "kind", *(pl.col(f"weeks{b}").alias(f"_port{b}") for b in BAND))
     return (
-        acc.join(_framework_paths(cat, s.framework, s.constraints.framework_lock_in), on="kind", how="left")
-        .join(cat.platform_ports.select("vendor", "kind", pl.col("weeks").alias("_port"), pl.col("weeks_low").alias("_port_low"),
-                                        pl.col("weeks_high").alias("_port_high")), on=["vendor", "kind"], how="left")
+        acc.join(_framework_paths(cat, framework, lock_in), on="kind", how="left")
+        .join(ports, on=["vendor", "kind"], how="left")
         .with_columns(**{f"migration_weeks{b}": pl.col(f"migration_weeks{b}") + pl.col(f"_port{b}").fill_null(0) for b in BAND})
-        .drop("_port", "_port_low", "_port_high")
+        .drop(*(f"_port{b}" for b in BAND))
         .join(mfu, on="accelerator_id", how="left")
-        .join(jobs_frame, how="cross")
         .with_columns(
             pl.col(peak).alias("peak_flops_per_s"),
-            pl.col("kind").replace_strict(throughput.SCALE_LOSS_PER_DOUBLING, return_dtype=pl.Float64).alias("scale_loss"),
-            flops.training_flops(pl.col("active_params"), pl.col("tokens"), pl.col("n_layers"), pl.col("attention_dim"),
-                                 pl.col("seq_len")).alias("train_flops"),
-        )
+            pl.col("kind").replace_strict(throughput.SCALE_LOSS_PER_DOUBLING, return_dtype=pl.Float64).alias("scale_loss"))
+    )
+
+
+def _accelerator_frame(s: Scenario, cat: catalog_mod.Catalog, cal: calibration_mod.Calibration,
+                       jobs_frame: pl.DataFrame) -> pl.DataFrame:
+    inputs = _accelerator_inputs(cat, cal, s.accelerators, s.framework, s.constraints.framework_lock_in, s.precision)
+    return (
+        inputs.join(jobs_frame, how="cross")
+        .with_columns(flops.training_flops(pl.col("active_params"), pl.col("tokens"), pl.col("n_layers"),
+                                           pl.col("attention_dim"), pl.col("seq_len")).alias("train_flops"))
         .with_columns(_min_chips_to_fit(s).alias("min_chips_to_fit"))
     )
 

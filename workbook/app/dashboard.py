@@ -12,14 +12,13 @@ import math
 import tempfile
 from pathlib import Path
 
-import altair as alt
 import ipywidgets as w
 import polars as pl
 
 from workbook import catalog as catalog_mod
 from workbook import charts, options
 from workbook.app import state, views
-from workbook.app.offline import enable_offline_charts
+from workbook.app.livechart import LiveChart
 from workbook.errors import DataError, InputError
 from workbook.recommend import recommend
 from workbook.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
@@ -40,15 +39,13 @@ class Dashboard:
     """Builds the controls and outputs, wires them with ``observe``, and recomputes on each change."""
 
     def __init__(self, catalog: catalog_mod.Catalog | None = None):
-        enable_offline_charts()
         self.catalog = catalog or catalog_mod.load()
         self.base_catalog = self.catalog
         self.controls = self._controls()
         self.status = w.HTML()
         self.card = w.HTML()
         self.table = w.HTML()
-        self.charts = {name: alt.JupyterChart(template(), embed_options={"actions": False})
-                       for name, template in charts.TEMPLATES.items()}
+        self.charts = {name: LiveChart(_template_spec(name)) for name in charts.TEMPLATES}
         self.frame: pl.DataFrame | None = None
         self.scenario = None
         self._syncing = False
@@ -185,7 +182,7 @@ class Dashboard:
 
     def _show(self, name: str, datasets: dict) -> None:
         """Swap only the data of a chart: its spec was built and validated once (see charts module)."""
-        self.charts[name].spec = {**_template_spec(name), "datasets": datasets}
+        self.charts[name].datasets = datasets
 
     def _update_charts(self, scenario, frame: pl.DataFrame, everything: pl.DataFrame) -> None:
         """The four charts; the sweeps were evaluated with the main job in one pass (``everything``)."""

@@ -1,0 +1,51 @@
+"""LiveChart: a Vega-Lite chart widget whose data is swapped in place (no re-embedding on each change).
+
+altair's JupyterChart re-embeds the whole chart whenever its spec changes (~40 ms a chart in the
+browser here, BROWSER.md). The workbook's charts have fixed templates and only their named datasets
+change, so this widget embeds the template once and, on a data change, replaces the datasets in the
+running Vega view (``view.data(name, rows)``). The JavaScript (``livechart.js``) is bundled with
+vega-embed, Vega-Lite and Vega by vl-convert: offline, no CDN, built once per version and cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import altair as alt
+import anywidget
+import traitlets
+
+JS_SOURCE = Path(__file__).with_name("livechart.js")
+CACHE_DIR = Path(os.environ.get("WORKBOOK_CACHE_DIR", Path.home() / ".cache" / "accelerator-workbook"))
+
+
+def bundle() -> str:
+    """The widget's JavaScript with its dependencies, from the on-disk cache when it is there."""
+    import vl_convert as vlc
+    from altair.utils._importers import vl_version_for_vl_convert
+
+    source = JS_SOURCE.read_text(encoding="utf-8")
+    key = f"{alt.__version__}-{vlc.__version__}-{hashlib.sha256(source.encode()).hexdigest()[:12]}"
+    path = CACHE_DIR / f"livechart-{key}.js"
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    bundled = vlc.javascript_bundle(source, vl_version=vl_version_for_vl_convert())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(bundled, encoding="utf-8")
+    tmp.replace(path)  # atomic: concurrent kernels never read a half-written bundle
+    return bundled
+
+
+class LiveChart(anywidget.AnyWidget):
+    """``spec``: a Vega-Lite spec whose data are named datasets; ``datasets``: name -> rows."""
+
+    spec = traitlets.Dict().tag(sync=True)
+    datasets = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, spec: dict, datasets: dict | None = None, **kwargs):
+        if not isinstance(type(self).__dict__.get("_esm"), str):
+            type(self)._esm = bundle()  # class-level, read from the cache once per kernel
+        super().__init__(spec=spec, datasets=datasets or {}, **kwargs)
