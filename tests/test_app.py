@@ -15,7 +15,7 @@ def dash():
 
 
 def _data(dash, name):
-    return dash.charts[name].datasets
+    return dash.charts.datasets[name]
 
 
 def test_initial_page_has_recommendation_and_charts(dash):

@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
 import tempfile
 from pathlib import Path
@@ -18,7 +16,7 @@ import polars as pl
 from workbook import catalog as catalog_mod
 from workbook import charts, options
 from workbook.app import state, views
-from workbook.app.livechart import LiveChart
+from workbook.app.chartgrid import ChartGrid
 from workbook.errors import DataError, InputError
 from workbook.recommend import recommend
 from workbook.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
@@ -45,7 +43,8 @@ class Dashboard:
         self.status = w.HTML()
         self.card = w.HTML()
         self.table = w.HTML()
-        self.charts = {name: LiveChart(_template_spec(name)) for name in charts.TEMPLATES}
+        self.charts = ChartGrid({name: template().to_dict() for name, template in charts.TEMPLATES.items()},
+                                layout=w.Layout(width="100%"))
         self.frame: pl.DataFrame | None = None
         self.scenario = None
         self._syncing = False
@@ -101,9 +100,7 @@ class Dashboard:
                        c["tokens_b"], w.HTML("<b>Job</b>"), c["framework"], c["days"], c["precision"], c["pricing"],
                        w.HTML("<b>Constraints</b>"), c["cloud"], c["multi_cloud"], c["lock_in"], c["budget_musd"],
                        accordion], layout=w.Layout(width="460px", min_width="440px"))
-        grid = w.GridBox(list(self.charts.values()),
-                         layout=w.Layout(grid_template_columns="repeat(2, minmax(480px, 1fr))", grid_gap="12px"))
-        right = w.VBox([self.status, self.card, grid, w.HTML("<h3>All options</h3>"), self.table],
+        right = w.VBox([self.status, self.card, self.charts, w.HTML("<h3>All options</h3>"), self.table],
                        layout=w.Layout(flex="1 1 auto"))
         header = w.HTML(
             "<h1 style='margin:0'>Accelerator Workbook</h1>"
@@ -180,23 +177,17 @@ class Dashboard:
         self.table.value = views.option_table(frame.select(options.OUTPUT_COLUMNS))
         self._update_charts(scenario, frame, everything)
 
-    def _show(self, name: str, datasets: dict) -> None:
-        """Swap only the data of a chart: its spec was built and validated once (see charts module)."""
-        self.charts[name].datasets = datasets
-
     def _update_charts(self, scenario, frame: pl.DataFrame, everything: pl.DataFrame) -> None:
         """The four charts; the sweeps were evaluated with the main job in one pass (``everything``)."""
         best = charts.best_per_accelerator(frame)
         picks = best.head(FRONTIER_OPTIONS)
         leaders = best.group_by("kind", maintain_order=True).first().filter(pl.col("kind").is_in(["gpu", "tpu"]))
-        self._show("cost", charts.cost_datasets(frame))
-        self._show("memory", charts.memory_datasets(options.memory_breakdown(best.head(8))))
         frontier = options.picked(everything.filter(pl.col("sweep") == "days"), picks)
-        self._show("frontier", charts.frontier_datasets(frontier, scenario.constraints.deadline_days))
         sizes = options.picked(everything.filter(pl.col("sweep") == "params"), leaders)
-        self._show("size", charts.size_datasets(sizes, scenario.model.params))
-
-
-@functools.cache
-def _template_spec(name: str) -> dict:
-    return charts.TEMPLATES[name]().to_dict()
+        # Only the data changes: each chart's spec was built and validated once (see the charts module).
+        self.charts.datasets = {
+            "cost": charts.cost_datasets(frame),
+            "frontier": charts.frontier_datasets(frontier, scenario.constraints.deadline_days),
+            "memory": charts.memory_datasets(options.memory_breakdown(best.head(8))),
+            "size": charts.size_datasets(sizes, scenario.model.params),
+        }

@@ -1,10 +1,11 @@
-"""LiveChart: a Vega-Lite chart widget whose data is swapped in place (no re-embedding on each change).
+"""ChartGrid: Vega-Lite charts whose data is swapped in place (no re-embedding on each change).
 
-altair's JupyterChart re-embeds the whole chart whenever its spec changes (~40 ms a chart in the
-browser here, BROWSER.md). The workbook's charts have fixed templates and only their named datasets
-change, so this widget embeds the template once and, on a data change, replaces the datasets in the
-running Vega view (``view.data(name, rows)``). The JavaScript (``livechart.js``) is bundled with
-vega-embed, Vega-Lite and Vega by vl-convert: offline, no CDN, built once per version and cached.
+altair's JupyterChart re-embeds a chart whenever its spec changes (~40 ms a chart in the browser
+here, BROWSER.md) and every JupyterChart carries its own ~0.9 MB offline JavaScript bundle. The
+workbook's charts have fixed templates and only their named datasets change, so one widget holds all
+of them: it embeds each template once and, on a data change, replaces the datasets in the running
+Vega views (``view.data(name, rows)``). The JavaScript (``chartgrid.js``) is bundled with vega-embed,
+Vega-Lite and Vega by vl-convert: offline, no CDN, built once per version and cached on disk.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import altair as alt
 import anywidget
 import traitlets
 
-JS_SOURCE = Path(__file__).with_name("livechart.js")
+JS_SOURCE = Path(__file__).with_name("chartgrid.js")
 CACHE_DIR = Path(os.environ.get("WORKBOOK_CACHE_DIR", Path.home() / ".cache" / "accelerator-workbook"))
 
 
@@ -28,7 +29,7 @@ def bundle() -> str:
 
     source = JS_SOURCE.read_text(encoding="utf-8")
     key = f"{alt.__version__}-{vlc.__version__}-{hashlib.sha256(source.encode()).hexdigest()[:12]}"
-    path = CACHE_DIR / f"livechart-{key}.js"
+    path = CACHE_DIR / f"chartgrid-{key}.js"
     if path.is_file():
         return path.read_text(encoding="utf-8")
     bundled = vlc.javascript_bundle(source, vl_version=vl_version_for_vl_convert())
@@ -39,13 +40,14 @@ def bundle() -> str:
     return bundled
 
 
-class LiveChart(anywidget.AnyWidget):
-    """``spec``: a Vega-Lite spec whose data are named datasets; ``datasets``: name -> rows."""
+class ChartGrid(anywidget.AnyWidget):
+    """``specs``: chart name -> Vega-Lite spec with named datasets; ``datasets``: chart name -> {dataset: rows}."""
 
-    spec = traitlets.Dict().tag(sync=True)
+    specs = traitlets.Dict().tag(sync=True)
     datasets = traitlets.Dict().tag(sync=True)
+    columns = traitlets.Int(2).tag(sync=True)
 
-    def __init__(self, spec: dict, datasets: dict | None = None, **kwargs):
+    def __init__(self, specs: dict, **kwargs):
         if not isinstance(type(self).__dict__.get("_esm"), str):
             type(self)._esm = bundle()  # class-level, read from the cache once per kernel
-        super().__init__(spec=spec, datasets=datasets or {}, **kwargs)
+        super().__init__(specs=specs, datasets={name: {} for name in specs}, **kwargs)
