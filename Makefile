@@ -25,6 +25,7 @@ lab: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/browser.py
 
 clean:
 	rm -rf $(VENV)

@@ -13,9 +13,10 @@ import altair as alt
 import polars as pl
 
 KIND_COLORS = alt.Scale(domain=["gpu", "tpu", "trainium"], range=["#4c78a8", "#f58518", "#54a24b"])
-KIND_LEGEND = alt.Legend(title="Family", labelExpr="{'gpu': 'GPU', 'tpu': 'TPU', 'trainium': 'Trainium'}[datum.label]")
+KIND_LEGEND = alt.Legend(title="Family", orient="bottom",
+                         labelExpr="{'gpu': 'GPU', 'tpu': 'TPU', 'trainium': 'Trainium'}[datum.label]")
 COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "overhead"]
-WIDTH = 330
+WIDTH = 300
 USD = "$.3s"
 MONEY = "$,.0f"
 
@@ -50,7 +51,7 @@ def cost_template() -> alt.LayerChart:
               axis=alt.Axis(labelLimit=220))
     base = alt.Chart(alt.NamedData("options"))
     bars = base.mark_bar(opacity=0.85).encode(
-        x=alt.X("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD)), y=y,
+        x=alt.X("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD, labelOverlap=True)), y=y,
         color=alt.Color("kind:N", scale=KIND_COLORS, legend=KIND_LEGEND),
         tooltip=[alt.Tooltip("name:N", title="Accelerator"), alt.Tooltip("cloud:N", title="Cloud"),
                  alt.Tooltip("pricing_model:N", title="Pricing"), alt.Tooltip("chips:Q", format=","),
@@ -113,7 +114,7 @@ def memory_template() -> alt.LayerChart:
               axis=alt.Axis(labelLimit=220))
     bars = alt.Chart(alt.NamedData("parts")).mark_bar().encode(
         x=alt.X("gb:Q", title="GB per chip", stack="zero"), y=y,
-        color=alt.Color("component:N", sort=COMPONENT_ORDER, title="Component"),
+        color=alt.Color("component:N", sort=COMPONENT_ORDER, title="Component", legend=alt.Legend(orient="bottom")),
         order=alt.Order("component_rank:Q"),
         tooltip=[alt.Tooltip("name:N", title="Accelerator"), alt.Tooltip("component:N", title="Component"),
                  alt.Tooltip("gb:Q", title="GB", format=".1f")])
