@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 app: $(STAMP)
 	@echo "Accelerator Workbook: open http://127.0.0.1:$(PORT)/ in your browser (Ctrl-C stops it)"
-	$(BIN)/voila notebooks/app.ipynb --no-browser --port=$(PORT) --Voila.ip=127.0.0.1
+	$(BIN)/voila notebooks/app.ipynb --no-browser --port=$(PORT) --Voila.ip=127.0.0.1 \
+		--preheat_kernel=True --pool_size=1 \
+		--MappingKernelManager.cull_idle_timeout=900 --MappingKernelManager.cull_interval=60
 
 test: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg

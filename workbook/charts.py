@@ -16,6 +16,7 @@ KIND_COLORS = alt.Scale(domain=["gpu", "tpu", "trainium"], range=["#4c78a8", "#f
 KIND_LEGEND = alt.Legend(title="Family", orient="bottom",
                          labelExpr="{'gpu': 'GPU', 'tpu': 'TPU', 'trainium': 'Trainium'}[datum.label]")
 COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "overhead"]
+COMPONENT_COLORS = alt.Scale(domain=COMPONENT_ORDER, range=["#1f4e79", "#4c78a8", "#9ecae9", "#72b7b2", "#bab0ac"])
 WIDTH = 300
 USD = "$.3s"
 MONEY = "$,.0f"
@@ -114,7 +115,8 @@ def memory_template() -> alt.LayerChart:
               axis=alt.Axis(labelLimit=220))
     bars = alt.Chart(alt.NamedData("parts")).mark_bar().encode(
         x=alt.X("gb:Q", title="GB per chip", stack="zero"), y=y,
-        color=alt.Color("component:N", sort=COMPONENT_ORDER, title="Component", legend=alt.Legend(orient="bottom")),
+        color=alt.Color("component:N", scale=COMPONENT_COLORS, sort=COMPONENT_ORDER, title="Component",
+                        legend=alt.Legend(orient="bottom")),
         order=alt.Order("component_rank:Q"),
         tooltip=[alt.Tooltip("name:N", title="Accelerator"), alt.Tooltip("component:N", title="Component"),
                  alt.Tooltip("gb:Q", title="GB", format=".1f")])

@@ -59,12 +59,13 @@ class Dashboard:
     def _controls(self) -> dict[str, w.Widget]:
         d = state.DEFAULTS
         style = {"description_width": "150px"}
+        tick = {"indent": False, "layout": w.Layout(width="auto", margin="2px 0 2px 154px")}
         clouds = ["any"] + sorted(self.catalog.usable_prices()["cloud"].unique())
         return {
             "params_b": _log_slider("Model size (B params)", d["params_b"], 0.1, 2000),
-            "moe": w.Checkbox(value=d["moe"], description="Mixture of experts", style=style),
+            "moe": w.Checkbox(value=d["moe"], description="Mixture of experts", **tick),
             "active_params_b": _log_slider("Active params (B)", d["active_params_b"], 0.1, 2000, disabled=True),
-            "compute_optimal": w.Checkbox(value=d["compute_optimal"], description="20 tokens per parameter", style=style),
+            "compute_optimal": w.Checkbox(value=d["compute_optimal"], description="20 tokens per parameter", **tick),
             "tokens_b": _log_slider("Training tokens (B)", d["tokens_b"], 1, 100_000, disabled=True),
             "framework": w.ToggleButtons(options=[(LABELS[f], f) for f in FRAMEWORKS], value=d["framework"],
                                          description="Framework", style={**style, "button_width": "90px"}),
@@ -74,16 +75,16 @@ class Dashboard:
                                          description="Precision", style={**style, "button_width": "60px"}),
             "pricing": w.Dropdown(options=list(PRICING_MODELS), value=d["pricing"], description="Pricing", style=style),
             "cloud": w.Dropdown(options=clouds, value=d["cloud"], description="Cloud", style=style),
-            "multi_cloud": w.Checkbox(value=d["multi_cloud"], description="Must run on 2+ clouds", style=style),
-            "lock_in": w.Checkbox(value=d["lock_in"], description="Stay on our framework", style=style),
+            "multi_cloud": w.Checkbox(value=d["multi_cloud"], description="Must run on 2+ clouds", **tick),
+            "lock_in": w.Checkbox(value=d["lock_in"], description="Stay on our framework", **tick),
             "budget_musd": w.FloatText(value=d["budget_musd"], description="Budget cap ($M, 0 = none)", style=style),
-            "use_mfu_override": w.Checkbox(value=d["use_mfu_override"], description="Override MFU", style=style),
+            "use_mfu_override": w.Checkbox(value=d["use_mfu_override"], description="Override MFU", **tick),
             "mfu_override": w.FloatSlider(value=d["mfu_override"], min=0.05, max=0.9, step=0.01, description="MFU",
                                           continuous_update=False, style=style),
-            "use_goodput_override": w.Checkbox(value=d["use_goodput_override"], description="Override goodput", style=style),
+            "use_goodput_override": w.Checkbox(value=d["use_goodput_override"], description="Override goodput", **tick),
             "goodput_override": w.FloatSlider(value=d["goodput_override"], min=0.1, max=1.0, step=0.01,
                                               description="Goodput", continuous_update=False, style=style),
-            "include_migration_cost": w.Checkbox(value=d["include_migration_cost"], description="Count migration cost", style=style),
+            "include_migration_cost": w.Checkbox(value=d["include_migration_cost"], description="Count migration cost", **tick),
             "usd_per_engineer_week": w.FloatText(value=d["usd_per_engineer_week"], description="$ per engineer-week", style=style),
             "price_file": w.FileUpload(accept=".csv", multiple=False, description="Price overrides CSV"),
         }
