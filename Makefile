@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8866
 
-.PHONY: app test lab bench clean
+.PHONY: app test lab bench notebooks clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ lab: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/browser.py
+
+notebooks: $(STAMP)
+	$(BIN)/python scripts/refresh_notebooks.py
 
 clean:
 	rm -rf $(VENV)

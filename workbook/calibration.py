@@ -12,7 +12,12 @@ Method (simple on purpose, no per-run knobs):
    base x a factor with a range and a reason.
 3. **FP8 / INT8**: where a chip has no low-precision points, its BF16 base x the median ratio of
    paired runs (same chip, model and chip count in both precisions; MFU against each precision's peak).
-4. **Goodput** (end-to-end efficiency of a real run vs the benchmark rate: restarts, evaluation,
+4. **Mixture of experts**: base MFU is fitted on dense models only; an MoE run reaches a fraction of it
+   (all-to-all traffic, expert imbalance) = median over MoE benchmark points of their MFU / the dense
+   base of the same chip. MFU counts active parameters.
+5. **Chips with neither runs nor a proxy** (e.g. a chip a user adds) get the median base of all
+   calibrated chips, with the min..max of those bases as its range.
+6. **Goodput** (end-to-end efficiency of a real run vs the benchmark rate: restarts, evaluation,
    checkpoints, stragglers, less tuned production configs) = median over full runs of
    predicted chip-hours at base MFU / reported chip-hours; range = interquartile.
 """
@@ -38,6 +43,7 @@ class Calibration:
     """Fitted defaults: ``mfu`` has one row per (accelerator_id, precision) with low/high and basis."""
 
     mfu: pl.DataFrame
+    moe_efficiency: float
     goodput: float
     goodput_low: float
     goodput_high: float
@@ -94,8 +100,16 @@ def benchmark_points(catalog: Catalog) -> pl.DataFrame:
             pl.coalesce(pl.col("reported_tokens_per_s_per_chip") * pl.col("flops_per_token") / pl.col("peak_flops_per_s"),
                         pl.col("reported_mfu")).alias("mfu"))
         .with_columns((pl.col("mfu") / pl.col("scale_efficiency") / pl.col("framework_efficiency")).alias("base_mfu"))
-        .select("run_id", "accelerator_id", "precision", "chips", "framework", "params", "mfu", "scale_efficiency", "base_mfu")
+        .with_columns(moe=pl.col("active_params") < pl.col("params"))
+        .select("run_id", "accelerator_id", "precision", "chips", "framework", "params", "moe", "mfu",
+                "scale_efficiency", "base_mfu")
     )
+
+
+def _moe_efficiency(points: pl.DataFrame, dense: pl.DataFrame) -> float:
+    dense = dense.select("accelerator_id", "precision", pl.col("mfu").alias("dense_mfu"))
+    moe = points.filter(pl.col("moe")).join(dense, on=["accelerator_id", "precision"], how="inner")
+    return float(moe.select((pl.col("base_mfu") / pl.col("dense_mfu")).median()).item()) if moe.height else 1.0
 
 
 def _pairs_ratio(points: pl.DataFrame) -> float:
@@ -131,7 +145,20 @@ def _with_proxies(direct: pl.DataFrame, proxies: pl.DataFrame) -> pl.DataFrame:
             pl.concat_str(pl.lit("proxy: "), pl.col("proxy_of"), pl.lit(" x "), pl.col("factor").round(2).cast(pl.String),
                           pl.lit(" ("), pl.col("reason"), pl.lit(")")).alias("basis"))])
         pending = pending.join(ready.select("accelerator_id"), on="accelerator_id", how="anti")
-    return table  # chips with neither runs nor a proxy get no MFU; options.evaluate says so per option
+    return table
+
+
+def _with_fallback(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
+    """Chips with neither runs nor a proxy: the median of all calibrated bases, their min..max as range."""
+    missing = sorted(set(ids) - set(table["accelerator_id"]))
+    if not missing:
+        return table
+    measured = table.filter(pl.col("basis").str.starts_with("median"))
+    generic = pl.DataFrame({
+        "accelerator_id": missing, "precision": "bf16", "mfu": measured["mfu"].median(),
+        "mfu_low": measured["mfu"].min(), "mfu_high": measured["mfu"].max(),
+        "basis": "no published runs and no proxy: median of all calibrated chips (add a row to mfu_proxies.csv)"})
+    return pl.concat([table, generic.select(table.columns)])
 
 
 def _low_precision(bf16: pl.DataFrame, direct: pl.DataFrame, ratio: float) -> pl.DataFrame:
@@ -146,13 +173,19 @@ def _low_precision(bf16: pl.DataFrame, direct: pl.DataFrame, ratio: float) -> pl
     return pl.concat(rows)
 
 
-def _goodput(catalog: Catalog, mfu: pl.DataFrame) -> pl.DataFrame:
+def moe_factor(moe_efficiency: float) -> pl.Expr:
+    """1 for dense models, the calibrated MoE efficiency when fewer parameters are active than stored."""
+    return pl.when(pl.col("active_params") < pl.col("params")).then(moe_efficiency).otherwise(1.0)
+
+
+def _goodput(catalog: Catalog, mfu: pl.DataFrame, moe_efficiency: float) -> pl.DataFrame:
     return (
         _runs(catalog)
         .filter((pl.col("kind_of_run") == "full_run") & pl.col("reported_chip_hours").is_not_null() & pl.col("tokens").is_not_null())
         .join(mfu, on=["accelerator_id", "precision"], how="inner")
         .with_columns((pl.col("flops_per_token") * pl.col("tokens")
-                       / (pl.col("peak_flops_per_s") * pl.col("mfu") * pl.col("scale_efficiency") * pl.col("framework_efficiency"))
+                       / (pl.col("peak_flops_per_s") * pl.col("mfu") * moe_factor(moe_efficiency)
+                          * pl.col("scale_efficiency") * pl.col("framework_efficiency"))
                        / 3600).alias("predicted_chip_hours_at_benchmark_rate"))
         .with_columns((pl.col("predicted_chip_hours_at_benchmark_rate") / pl.col("reported_chip_hours")).alias("goodput"))
         .select("run_id", "accelerator_id", "params", "tokens", "chips", "reported_chip_hours",
@@ -164,11 +197,12 @@ def fit(catalog: Catalog, proxies_path=None) -> Calibration:
     """Fit every default from ``catalog.reference_runs``; see the module docstring for the method."""
     proxies = read_table(proxies_path or DATA_DIR / "mfu_proxies.csv", MfuProxies)
     points = benchmark_points(catalog)
-    direct = _direct(points)
-    ratio = _pairs_ratio(points)
-    bf16 = _with_proxies(direct, proxies)
+    direct = _direct(points.filter(~pl.col("moe")))
+    ratio = _pairs_ratio(points.filter(~pl.col("moe")))
+    moe = _moe_efficiency(points, direct)
+    bf16 = _with_fallback(_with_proxies(direct, proxies), catalog.accelerator_ids)
     mfu = pl.concat([bf16, _low_precision(bf16, direct, ratio)]).sort("accelerator_id", "precision")
-    runs = _goodput(catalog, mfu)
+    runs = _goodput(catalog, mfu, moe)
     quantiles = [runs["goodput"].quantile(q, "linear") for q in (0.5, 0.25, 0.75)]
-    return Calibration(mfu=mfu, goodput=quantiles[0], goodput_low=quantiles[1], goodput_high=quantiles[2],
-                       low_precision_ratio=ratio, points=points, full_runs=runs)
+    return Calibration(mfu=mfu, moe_efficiency=moe, goodput=quantiles[0], goodput_low=quantiles[1],
+                       goodput_high=quantiles[2], low_precision_ratio=ratio, points=points, full_runs=runs)

@@ -97,7 +97,8 @@ def _min_chips_to_fit(s: Scenario) -> pl.Expr:
 def _throughput(s: Scenario, cal: calibration_mod.Calibration, chips: pl.Expr, suffix: str) -> pl.Expr:
     """Achieved model FLOPs/s per chip for one band (suffix '', '_low', '_high')."""
     mfu = (pl.lit(s.assumptions.mfu_override) if s.assumptions.mfu_override is not None
-           else pl.col(f"mfu_base{suffix}") * pl.col(f"framework_efficiency{suffix}"))
+           else pl.col(f"mfu_base{suffix}") * pl.col(f"framework_efficiency{suffix}")
+           * calibration_mod.moe_factor(cal.moe_efficiency))
     scale = throughput.scale_efficiency(chips, pl.col("scaleup_domain_chips"), pl.col("scale_loss"))
     return throughput.achieved_flops_per_s(pl.col("peak_flops_per_s"), mfu * scale)
 
@@ -246,8 +247,6 @@ def _reasons(s: Scenario) -> pl.Expr:
         (pl.col("peak_flops_per_s").is_null(), pl.format("{} has no {} support", pl.col("name"), pl.lit(s.precision.upper()))),
         (pl.col("support") == "unsupported",
          pl.format("{} training is not supported on {}", pl.lit(s.framework), pl.col("kind"))),
-        (pl.col("mfu_base").is_null() & pl.lit(s.assumptions.mfu_override is None),
-         pl.format("no MFU calibration for {}: add a row to mfu_proxies.csv or set an MFU override", pl.col("name"))),
         (pl.col("usd_per_chip_hour").is_null(), pl.format("no {} price for {} in the dataset",
                                                           pl.lit(" / ".join(s.pricing)), pl.col("name"))),
         (pl.col("min_chips_to_fit").is_null(),
