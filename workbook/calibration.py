@@ -47,7 +47,7 @@ class Calibration:
     goodput: float
     goodput_low: float
     goodput_high: float
-    low_precision_ratio: float
+    low_precision_ratio: float | None
     points: pl.DataFrame  # the benchmark points used, for display
     full_runs: pl.DataFrame  # the full runs used for goodput, with their ratios
 
@@ -112,11 +112,12 @@ def _moe_efficiency(points: pl.DataFrame, dense: pl.DataFrame) -> float:
     return float(moe.select((pl.col("base_mfu") / pl.col("dense_mfu")).median()).item()) if moe.height else 1.0
 
 
-def _pairs_ratio(points: pl.DataFrame) -> float:
+def _pairs_ratio(points: pl.DataFrame) -> float | None:
     key = ["accelerator_id", "params", "chips"]
     bf16 = points.filter(pl.col("precision") == "bf16").group_by(key).agg(pl.col("base_mfu").median().alias("bf16"))
     low = points.filter(pl.col("precision") != "bf16").group_by(key).agg(pl.col("base_mfu").median().alias("low"))
-    return float(bf16.join(low, on=key).select((pl.col("low") / pl.col("bf16")).median()).item())
+    ratio = bf16.join(low, on=key).select((pl.col("low") / pl.col("bf16")).median()).item()
+    return None if ratio is None else float(ratio)  # None: no paired runs, low precision stays uncalibrated
 
 
 def _direct(points: pl.DataFrame) -> pl.DataFrame:
@@ -134,9 +135,8 @@ def _with_proxies(direct: pl.DataFrame, proxies: pl.DataFrame) -> pl.DataFrame:
     pending = proxies.join(table, on="accelerator_id", how="anti")  # measured chips keep their own runs
     while pending.height:  # proxies may chain (gb200 -> b200 -> h100-sxm)
         ready = pending.join(table, left_on="proxy_of", right_on="accelerator_id", how="inner")
-        if ready.height == 0:
-            missing = ", ".join(pending["accelerator_id"].to_list())
-            raise ValueError(f"mfu_proxies.csv: no calibrated base for the proxy of {missing}")
+        if ready.height == 0:  # proxies of chips with no runs left (a leave-one-out check): generic fallback
+            break
         table = pl.concat([table, ready.select(
             "accelerator_id", "precision",
             (pl.col("mfu") * pl.col("factor")).alias("mfu"),
@@ -161,8 +161,10 @@ def _with_fallback(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
     return pl.concat([table, generic.select(table.columns)])
 
 
-def _low_precision(bf16: pl.DataFrame, direct: pl.DataFrame, ratio: float) -> pl.DataFrame:
+def _low_precision(bf16: pl.DataFrame, direct: pl.DataFrame, ratio: float | None) -> pl.DataFrame:
     rows = [direct.filter(pl.col("precision") != "bf16")]
+    if ratio is None:
+        return rows[0]
     for precision in PRECISIONS[1:]:
         derived = bf16.with_columns(
             pl.lit(precision).alias("precision"),

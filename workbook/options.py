@@ -247,6 +247,8 @@ def _reasons(s: Scenario) -> pl.Expr:
         (pl.col("peak_flops_per_s").is_null(), pl.format("{} has no {} support", pl.col("name"), pl.lit(s.precision.upper()))),
         (pl.col("support") == "unsupported",
          pl.format("{} training is not supported on {}", pl.lit(s.framework), pl.col("kind"))),
+        (pl.col("mfu_base").is_null() & pl.lit(s.assumptions.mfu_override is None),
+         pl.format("no calibrated {} MFU for {} (set an MFU override)", pl.lit(s.precision.upper()), pl.col("name"))),
         (pl.col("usd_per_chip_hour").is_null(), pl.format("no {} price for {} in the dataset",
                                                           pl.lit(" / ".join(s.pricing)), pl.col("name"))),
         (pl.col("min_chips_to_fit").is_null(),

@@ -29,6 +29,7 @@ class Accelerators(pa.DataFrameModel):
     name: str
     vendor: str = pa.Field(isin=("nvidia", "amd", "google", "aws", "intel"))
     kind: str = pa.Field(isin=KINDS)
+    family: str = pa.Field(str_length={"min_value": 2})  # architecture generation, for charts and leave-one-out checks
     offered: bool
     release_year: int = pa.Field(ge=2015, le=2035)
     bf16_flops_per_s: float = pa.Field(gt=0)
