@@ -99,3 +99,11 @@ def test_state_is_pure_and_validates():
     assert s.model.params == 7e9 and s.days == 10
     with pytest.raises(InputError, match="Budget cap"):
         state.scenario_from({"budget_musd": -1})
+
+
+def test_trust_panels_fill_on_open(dash):
+    assert dash.trust.children[0].value == ""
+    dash.trust.selected_index = 0
+    assert "published" in dash.trust.children[0].value and "median" in dash.trust.children[0].value
+    dash.trust.selected_index = 1
+    assert "v5p" in dash.trust.children[1].value and "contradicted" in dash.trust.children[1].value

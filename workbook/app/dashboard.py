@@ -13,8 +13,9 @@ from pathlib import Path
 import ipywidgets as w
 import polars as pl
 
+from workbook import calibration, claims, options, validation
 from workbook import catalog as catalog_mod
-from workbook import charts, options
+from workbook import charts
 from workbook.app import state, views
 from workbook.app.chartgrid import ChartGrid
 from workbook.errors import DataError, InputError
@@ -108,7 +109,22 @@ class Dashboard:
             "<div style='font-size:16px;color:#444;margin-bottom:8px'>Which accelerator should we train this model on, "
             "how many chips, how long, what will it cost, and why?</div>")
         footer = w.HTML(self._footer())
-        return w.VBox([header, w.HBox([left, right]), footer], layout=w.Layout(padding="8px"))
+        self.trust = w.Accordion(children=[w.HTML(), w.HTML()],
+                                 titles=("How accurate is this? (backtest on published runs)", "Popular claims, checked"))
+        self.trust.selected_index = None
+        self.trust.observe(self._on_trust_open, names="selected_index")
+        return w.VBox([header, w.HBox([left, right]), self.trust, footer], layout=w.Layout(padding="8px"))
+
+    def _on_trust_open(self, change) -> None:
+        """Computed on first open only: the page loads without paying for them."""
+        index = change["new"]
+        if index is None or self.trust.children[index].value:
+            return
+        cal = calibration.fit(self.base_catalog)
+        if index == 0:
+            self.trust.children[0].value = views.accuracy(validation.summarize(validation.backtest(self.base_catalog, cal)).lines())
+        else:
+            self.trust.children[1].value = views.claims_table(claims.check_all(self.base_catalog, cal))
 
     def _footer(self) -> str:
         cat = self.catalog

@@ -56,3 +56,22 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
     return ("<table class='wb-table' style='border-collapse:collapse;font-size:13px'>"
             "<thead><tr>" + "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>" for h in head) + "</tr></thead>"
             "<tbody>" + "".join(rows).replace("<td>", "<td style='padding:2px 8px'>") + "</tbody></table>" + more)
+
+
+def claims_table(checks) -> str:
+    """The seed articles' claims with what the data says and the verdict."""
+    rows = "".join(
+        f"<tr><td style='padding:4px 8px;vertical-align:top'><b>{html.escape(c.claim)}</b></td>"
+        f"<td style='padding:4px 8px;vertical-align:top'>{html.escape(c.verdict)}</td>"
+        f"<td style='padding:4px 8px;vertical-align:top;color:#555'>{html.escape(c.finding)}</td></tr>" for c in checks)
+    return ("<table class='wb-claims' style='border-collapse:collapse;font-size:13px'><thead><tr>"
+            "<th style='text-align:left;padding:4px 8px'>Claim</th><th style='text-align:left;padding:4px 8px'>Verdict</th>"
+            "<th style='text-align:left;padding:4px 8px'>What the data and model say</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def accuracy(lines: list[str]) -> str:
+    return ("<div class='wb-accuracy' style='font-size:13px'><p>Every estimate comes from MFU calibrated on published "
+            "throughput benchmarks and a goodput fitted on published whole training runs. Predicting those runs' "
+            "chip-hours with this same model gives:</p><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+            + "</ul><p>Details, every run and a leave-one-family-out check: notebooks/validation.ipynb.</p></div>")
