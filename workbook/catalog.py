@@ -37,6 +37,7 @@ class Catalog:
     framework_switches: pl.DataFrame
     platform_ports: pl.DataFrame
     reference_runs: pl.DataFrame
+    inference_runs: pl.DataFrame
 
     @property
     def accelerator_ids(self) -> list[str]:
@@ -157,6 +158,8 @@ def load(data_dir: Path | str | None = None, price_overrides: Path | str | None 
         prices = pl.concat([prices.join(extra.select(PRICE_KEY), on=PRICE_KEY, how="anti"), extra])
     runs = read_table(root / "reference_runs.csv", schemas.ReferenceRuns)
     _unknown_ids(runs, known, str(root / "reference_runs.csv"))
+    serving_runs = read_table(root / "inference_runs.csv", schemas.InferenceRuns)
+    _unknown_ids(serving_runs, known, str(root / "inference_runs.csv"))
     return Catalog(
         accelerators=accelerators,
         prices=prices,
@@ -164,4 +167,5 @@ def load(data_dir: Path | str | None = None, price_overrides: Path | str | None 
         framework_switches=read_table(root / "framework_switches.csv", schemas.FrameworkSwitches),
         platform_ports=read_table(root / "platform_ports.csv", schemas.PlatformPorts),
         reference_runs=runs,
+        inference_runs=serving_runs,
     )

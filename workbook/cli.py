@@ -14,7 +14,7 @@ import sys
 import polars as pl
 
 from workbook import catalog as catalog_mod
-from workbook import options, pricebuild
+from workbook import options, pricebuild, serving
 from workbook.errors import DataError, InputError
 from workbook.scenario import Assumptions, Constraints, ModelSpec, Scenario
 from workbook.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
@@ -62,20 +62,41 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool) -> None:
     group.add_argument("--chips", type=_positive("--chips", integer=True), help="chips to use")
     group.add_argument("--days", type=_positive("--days"), help="target days (default 30)")
     p.add_argument("--framework", choices=FRAMEWORKS, default="pytorch")
-    p.add_argument("--precision", choices=PRECISIONS, default="bf16")
+    p.add_argument("--precision", choices=serving.WEIGHT_PRECISIONS if not single else PRECISIONS, default="bf16")
     p.add_argument("--pricing", choices=PRICING_MODELS, default="on-demand" if single else None)
     p.add_argument("--cloud", help="only this cloud (e.g. gcp, aws)")
     p.add_argument("--mfu", type=_positive("--mfu"), help="override the calibrated MFU (0-1)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _serve_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kv-precision", choices=serving.WEIGHT_PRECISIONS[:3], help="KV-cache precision (default: as --precision, bf16 for int4)")
+    p.add_argument("--prompt-tokens", type=_positive("--prompt-tokens", integer=True), default=1000)
+    p.add_argument("--output-tokens", type=_positive("--output-tokens", integer=True), default=300)
+    traffic = p.add_mutually_exclusive_group()
+    traffic.add_argument("--rps", type=_positive("--rps"), help="requests per second (default 1)")
+    traffic.add_argument("--tokens-per-day", type=_positive("--tokens-per-day"), help="output tokens per day")
+    p.add_argument("--ttft-ms", type=_positive("--ttft-ms"), default=2000.0, help="time-to-first-token target")
+    p.add_argument("--tpot-ms", type=_positive("--tpot-ms"), default=50.0, help="time-per-output-token target")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m workbook", description="Which accelerator to train on, how many, how long, what cost.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _scenario_flags(sub.add_parser("train", help="one accelerator: chips, days, cost, memory"), single=True)
+    serve = sub.add_parser("serve", help="one accelerator: replicas, chips, latency, USD per million tokens")
+    serve.add_argument("--params", type=_positive("--params"), required=True)
+    serve.add_argument("--active-params", type=_positive("--active-params"))
+    serve.add_argument("--accelerator", required=True)
+    serve.add_argument("--precision", choices=serving.WEIGHT_PRECISIONS, default="bf16")
+    serve.add_argument("--pricing", choices=PRICING_MODELS, default="on-demand")
+    serve.add_argument("--cloud")
+    serve.add_argument("--json", action="store_true")
+    _serve_flags(serve)
     compare = sub.add_parser("compare", help="every (accelerator, cloud, pricing) option, cheapest first")
     _scenario_flags(compare, single=False)
-    compare.add_argument("--mode", choices=["train"], default="train")
+    _serve_flags(compare)
+    compare.add_argument("--mode", choices=["train", "serve"], default="train")
     acc = sub.add_parser("accelerators", help="list accelerator ids and specs")
     acc.add_argument("--json", action="store_true")
     data = sub.add_parser("data", help="rebuild data tables")
@@ -88,15 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
-    if getattr(args, "accelerator", None) and args.accelerator not in cat.accelerator_ids:
-        close = [a for a in cat.accelerator_ids if args.accelerator.lower().replace("_", "-") in a]
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise InputError("--accelerator", f"unknown id {args.accelerator!r}{hint}; accepted: {', '.join(cat.accelerator_ids)}")
-    clouds = sorted(cat.prices["cloud"].unique())
-    if args.cloud and args.cloud not in clouds:
-        raise InputError("--cloud", f"unknown cloud {args.cloud!r}; accepted: {', '.join(clouds)}")
-    if args.active_params and args.active_params > args.params:
-        raise InputError("--active-params", f"must not exceed --params ({args.params:g})")
+    _check_ids(args, cat)
     if args.mfu is not None and not 0 < args.mfu < 1:
         raise InputError("--mfu", f"must be between 0 and 1, got {args.mfu:g}")
     try:
@@ -110,6 +123,50 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
         )
     except InputError as err:
         raise InputError(f"--{err.field.replace('_', '-')}", str(err).split(": ", 1)[1]) from None
+
+
+def _check_ids(args, cat: catalog_mod.Catalog) -> None:
+    if getattr(args, "accelerator", None) and args.accelerator not in cat.accelerator_ids:
+        close = [a for a in cat.accelerator_ids if args.accelerator.lower().replace("_", "-") in a]
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise InputError("--accelerator", f"unknown id {args.accelerator!r}{hint}; accepted: {', '.join(cat.accelerator_ids)}")
+    clouds = sorted(cat.prices["cloud"].unique())
+    if args.cloud and args.cloud not in clouds:
+        raise InputError("--cloud", f"unknown cloud {args.cloud!r}; accepted: {', '.join(clouds)}")
+    if args.active_params and args.active_params > args.params:
+        raise InputError("--active-params", f"must not exceed --params ({args.params:g})")
+
+
+def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
+    _check_ids(args, cat)
+    kv = args.kv_precision or ("bf16" if args.precision == "int4" else args.precision)
+    try:
+        return serving.ServeScenario(
+            model=ModelSpec.from_params(args.params, args.active_params), weight_precision=args.precision,
+            kv_precision=kv, prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens,
+            requests_per_s=args.rps, tokens_per_day=args.tokens_per_day, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms,
+            pricing=(args.pricing,) if args.pricing else PRICING_MODELS,
+            accelerators=(args.accelerator,) if getattr(args, "accelerator", None) else (),
+            clouds=(args.cloud,) if args.cloud else ())
+    except InputError as err:
+        raise InputError(f"--{err.field.replace('_', '-')}", str(err).split(": ", 1)[1]) from None
+
+
+SERVE_KEYS = ["accelerator", "cloud", "pricing_model", "feasible", "infeasible_reason", "chips_per_replica", "replicas",
+              "chips", "batch", "tokens_per_s_per_chip", "ttft_ms", "tpot_ms", "usd_per_million_tokens",
+              "usd_per_million_tokens_low", "usd_per_million_tokens_high", "usd_per_million_tokens_at_full_load",
+              "usd_per_hour", "memory_per_chip_gb", "fits_in_memory", "kwh_per_million_tokens", "decode_bound"]
+
+
+def _serve_output(frame: pl.DataFrame, single: bool, as_json: bool) -> str:
+    records = [{k: row[k] for k in SERVE_KEYS} for row in frame.rename({"accelerator_id": "accelerator"}).iter_rows(named=True)]
+    if as_json:
+        return json.dumps(records[0] if single else records, indent=1)
+    view = frame.select("accelerator_id", "cloud", "pricing_model", "chips", pl.col("ttft_ms").round(0),
+                        pl.col("tpot_ms").round(1), pl.col("usd_per_million_tokens").round(3),
+                        pl.col("infeasible_reason").fill_null("ok"))
+    with pl.Config(tbl_rows=-1, tbl_width_chars=200, fmt_str_lengths=70, tbl_hide_dataframe_shape=True):
+        return str(view.head(1) if single else view)
 
 
 def _records(frame: pl.DataFrame) -> list[dict]:
@@ -137,6 +194,10 @@ def run(argv: list[str]) -> int:
     if args.command == "accelerators":
         frame = cat.accelerators.with_columns(pl.col("as_of").cast(pl.String))
         print(json.dumps(frame.to_dicts(), indent=1) if args.json else "\n".join(cat.accelerator_ids))
+        return 0
+    if args.command == "serve" or getattr(args, "mode", "train") == "serve":
+        frame = serving.evaluate_serving(_serve_scenario(args, cat), cat)
+        print(_serve_output(frame, args.command == "serve", args.json))
         return 0
     frame = options.evaluate(_scenario(args, cat), cat)
     if args.command == "train":

@@ -182,3 +182,35 @@ class PlatformPorts(pa.DataFrameModel):
     class Config:
         strict = True
         unique = ["vendor", "kind"]
+
+
+class InferenceRuns(pa.DataFrameModel):
+    """Published serving measurements: batch-1 latencies calibrate the roofline, throughputs validate it."""
+
+    run_id: str = pa.Field(unique=True, str_matches=SLUG)
+    role: str = pa.Field(isin=("calibrate", "validate"))
+    accelerator_id: str = pa.Field(str_matches=SLUG)
+    chips: int = pa.Field(ge=1)
+    tensor_parallel: Optional[int] = pa.Field(nullable=True, ge=1)
+    model: str
+    params: float = pa.Field(gt=0)
+    active_params: float = pa.Field(gt=0)
+    n_layers: int = pa.Field(gt=0)
+    n_kv_heads: int = pa.Field(gt=0)
+    head_dim: int = pa.Field(gt=0)
+    weight_precision: str = pa.Field(isin=("bf16", "fp8", "int8", "int4"))
+    kv_precision: str = pa.Field(isin=("bf16", "fp8", "int8"))
+    scenario: str = pa.Field(isin=("latency", "offline", "server"))
+    batch: Optional[int] = pa.Field(nullable=True, ge=1)
+    prompt_tokens: int = pa.Field(ge=1)
+    prompt_basis: str = pa.Field(isin=("stated", "assumed"))
+    output_tokens: float = pa.Field(gt=0)
+    ttft_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
+    tpot_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
+    measure: str = pa.Field(isin=("tpot_ms", "ttft_ms", "tokens_per_s"))
+    value: float = pa.Field(gt=0)
+    source: str = pa.Field(str_length={"min_value": 3})
+    notes: Optional[str] = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
