@@ -52,7 +52,13 @@ def test_more_traffic_needs_more_chips(rps, factor):
     high = serving.evaluate_serving(_scenario(requests_per_s=rps * factor)).filter(pl.col("feasible"))
     joined = low.join(high, on=["accelerator_id", "cloud", "pricing_model"], suffix="_more")
     assert joined.height and (joined["chips_more"] >= joined["chips"]).all()
-    assert (joined["chips_more"] > joined["chips"]).any() or factor * rps < 2
+
+
+def test_traffic_beyond_one_replica_adds_replicas():
+    one = serving.evaluate_serving(_scenario(requests_per_s=1)).filter(pl.col("feasible"))
+    many = serving.evaluate_serving(_scenario(requests_per_s=500)).filter(pl.col("feasible"))
+    joined = one.join(many, on=["accelerator_id", "cloud", "pricing_model"], suffix="_more")
+    assert joined.height and (joined["chips_more"] > joined["chips"]).all()
 
 
 def test_tighter_latency_costs_more():
