@@ -107,3 +107,15 @@ def test_trust_panels_fill_on_open(dash):
     assert "published" in dash.trust.children[0].value and "median" in dash.trust.children[0].value
     dash.trust.selected_index = 1
     assert "v5p" in dash.trust.children[1].value and "contradicted" in dash.trust.children[1].value
+
+
+def test_serve_view_wiring(dash):
+    dash.tabs.selected_index = 1
+    assert "Serve on" in dash.serve.card.value
+    chips = dash.serve.frame["chips"].to_list()
+    dash.serve.controls["rps"].value = 500
+    assert dash.serve.scenario.requests_per_s == pytest.approx(500)
+    assert dash.serve.frame["chips"].to_list() != chips
+    dash.serve.controls["tpot_ms"].value = 2
+    assert "Traceback" not in dash.serve.card.value + dash.serve.status.value
+    assert dash.serve.charts.datasets["combined"]["combos"]

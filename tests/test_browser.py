@@ -74,3 +74,23 @@ def test_duration_slider_changes_charts_and_recommendation(page):
     _move(page, "Target days", 60)
     assert _wait_change(page, *before), "recommendation and charts did not change after moving the duration slider"
     assert "Traceback" not in page.inner_text("body")
+
+
+def test_serve_tab_renders_and_responds(page):
+    page.get_by_role("tab", name="Serve").click()
+    page.wait_for_function("document.querySelectorAll('.vega-embed svg').length >= 8", timeout=60_000)
+    card = page.locator(".wb-headline", has_text="Serve on")
+    card.wait_for(timeout=30_000)
+    before_card = card.inner_text()
+    before = page.evaluate("Array.from(document.querySelectorAll('.wb-serve-table')).map(t => t.innerText)")
+    handle = page.locator(".widget-slider", has_text="Requests per second").locator(".noUi-handle")
+    handle.focus()
+    for _ in range(60):
+        handle.press("ArrowRight")
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        after = page.evaluate("Array.from(document.querySelectorAll('.wb-serve-table')).map(t => t.innerText)")
+        if after != before and card.inner_text() != before_card:
+            break
+        time.sleep(0.2)
+    assert card.inner_text() != before_card and "Traceback" not in page.inner_text("body")

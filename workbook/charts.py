@@ -15,8 +15,9 @@ import polars as pl
 KIND_COLORS = alt.Scale(domain=["gpu", "tpu", "trainium"], range=["#4c78a8", "#f58518", "#54a24b"])
 KIND_LEGEND = alt.Legend(title="Family", orient="bottom",
                          labelExpr="{'gpu': 'GPU', 'tpu': 'TPU', 'trainium': 'Trainium'}[datum.label]")
-COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "overhead"]
-COMPONENT_COLORS = alt.Scale(domain=COMPONENT_ORDER, range=["#1f4e79", "#4c78a8", "#9ecae9", "#72b7b2", "#bab0ac"])
+COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"]
+COMPONENT_COLORS = alt.Scale(domain=COMPONENT_ORDER,
+                             range=["#1f4e79", "#4c78a8", "#9ecae9", "#72b7b2", "#b279a2", "#bab0ac"])
 WIDTH = 300
 USD = "$.3s"
 MONEY = "$,.0f"

@@ -272,3 +272,32 @@ def validate(cat: Catalog, efficiency: ServingEfficiency | None = None) -> pl.Da
                      "predicted_tokens_per_s": predicted})
     return pl.DataFrame(rows).with_columns(error=(pl.col("predicted_tokens_per_s") / pl.col("published_tokens_per_s")).log()
                                            ).with_columns(abs_error=pl.col("error").abs())
+
+
+def batch_curve(s: ServeScenario, picks: pl.DataFrame, catalog: Catalog | None = None,
+                efficiency: ServingEfficiency | None = None) -> pl.DataFrame:
+    """Throughput vs time per token as the batch grows, at each pick's chosen tensor-parallel degree."""
+    cat = catalog or catalog_mod.load()
+    frame = _evaluate_configs(_configs(cat, s), s, efficiency or calibrate(cat))
+    return (frame.join(picks.select("accelerator_id", "tensor_parallel"), on=["accelerator_id", "tensor_parallel"])
+            .filter(pl.col("fits_in_memory"))
+            .select("accelerator_id", "name", "tensor_parallel", "batch", "tpot_ms", "ttft_ms", "tokens_per_s_per_chip"))
+
+
+def train_then_serve(train: pl.DataFrame, serve: pl.DataFrame, months: float) -> pl.DataFrame:
+    """Total cost of training on one option and serving on another for ``months``, for the best GPU and TPU
+    option of each (the 'train on TPU, serve on GPU' strategy and its alternatives)."""
+    hours = months * 730
+    def leaders(frame: pl.DataFrame, cost: pl.Expr, label: str) -> pl.DataFrame:
+        best = (frame.filter(pl.col("feasible") & pl.col("kind").is_in(["gpu", "tpu"])).sort(cost)
+                .unique("kind", keep="first", maintain_order=True))
+        return best.select(pl.col("kind").alias(f"{label}_kind"),
+                           pl.format("{} ({}, {})", "name", "cloud", "pricing_model").alias(f"{label}_option"),
+                           cost.alias(f"{label}_usd"))
+    train_best = leaders(train, pl.col("cost_usd"), "train")
+    serve_best = leaders(serve, pl.col("usd_per_hour") * hours, "serve")
+    return (train_best.join(serve_best, how="cross")
+            .with_columns(total_usd=pl.col("train_usd") + pl.col("serve_usd"),
+                          strategy=pl.format("train on {}, serve on {}", pl.col("train_kind").str.to_uppercase(),
+                                             pl.col("serve_kind").str.to_uppercase()))
+            .sort("total_usd"))

@@ -18,6 +18,7 @@ from workbook import catalog as catalog_mod
 from workbook import charts
 from workbook.app import state, views
 from workbook.app.chartgrid import ChartGrid
+from workbook.app.serve_view import ServeView
 from workbook.errors import DataError, InputError
 from workbook.recommend import recommend
 from workbook.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
@@ -104,6 +105,9 @@ class Dashboard:
                        accordion], layout=w.Layout(width="460px", min_width="440px"))
         right = w.VBox([self.status, self.card, self.charts, w.HTML("<h3>All options</h3>"), self.table],
                        layout=w.Layout(flex="1 1 auto"))
+        self.serve: ServeView | None = None  # built when its tab is first opened: the Train page loads faster
+        self.tabs = w.Tab(children=[w.HBox([left, right]), w.HTML("Loading the serving view...")], titles=("Train", "Serve"))
+        self.tabs.observe(self._on_tab, names="selected_index")
         header = w.HTML(
             "<h1 style='margin:0'>Accelerator Workbook</h1>"
             "<div style='font-size:16px;color:#444;margin-bottom:8px'>Which accelerator should we train this model on, "
@@ -113,7 +117,14 @@ class Dashboard:
                                  titles=("How accurate is this? (backtest on published runs)", "Popular claims, checked"))
         self.trust.selected_index = None
         self.trust.observe(self._on_trust_open, names="selected_index")
-        return w.VBox([header, w.HBox([left, right]), self.trust, footer], layout=w.Layout(padding="8px"))
+        return w.VBox([header, self.tabs, self.trust, footer], layout=w.Layout(padding="8px"))
+
+    def _on_tab(self, change) -> None:
+        """The Serve view is built and computed when first shown, so the Train page loads without paying for it."""
+        if change["new"] == 1 and self.serve is None:
+            self.serve = ServeView(self.base_catalog, lambda: self.frame)
+            self.tabs.children = [self.tabs.children[0], self.serve.widget]
+            self.serve.update()
 
     def _on_trust_open(self, change) -> None:
         """Computed on first open only: the page loads without paying for them."""
@@ -193,6 +204,8 @@ class Dashboard:
         self.card.value = views.recommendation(rec)
         self.table.value = views.option_table(frame.select(options.OUTPUT_COLUMNS))
         self._update_charts(scenario, frame, everything)
+        if self.serve is not None:
+            self.serve.refresh_combined()
 
     def _update_charts(self, scenario, frame: pl.DataFrame, everything: pl.DataFrame) -> None:
         """The four charts; the sweeps were evaluated with the main job in one pass (``everything``)."""
