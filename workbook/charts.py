@@ -221,4 +221,4 @@ def backtest(frame: pl.DataFrame) -> alt.LayerChart:
         x=alt.X("x:Q", scale=scale), y=alt.Y("lower:Q", scale=scale), y2="upper:Q")
     return alt.layer(area, diagonal, points).properties(
         width=480, height=420, title=alt.TitleParams("Predicted vs reported chip-hours of published training runs",
-                                                     subtitle="line: perfect prediction; grey band: within 25%"))
+                                                     subtitle="line: perfect prediction; shaded band: within 25%"))
