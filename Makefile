@@ -1,4 +1,5 @@
 # Two commands do all set-up: `make app` and `make test`. Both create .venv on first use.
+# The Voila settings (template, warm kernel, culling, no sources or tracebacks) are in voila.json.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -15,9 +16,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 app: $(STAMP)
 	@echo "Accelerator Workbook: open http://127.0.0.1:$(PORT)/ in your browser (Ctrl-C stops it)"
-	$(BIN)/voila notebooks/app.ipynb --no-browser --port=$(PORT) --Voila.ip=127.0.0.1 \
-		--preheat_kernel=True --pool_size=1 \
-		--MappingKernelManager.cull_idle_timeout=900 --MappingKernelManager.cull_interval=60
+	JUPYTER_PATH=$(CURDIR)/share/jupyter $(BIN)/voila notebooks/app.ipynb --no-browser --port=$(PORT) --Voila.ip=127.0.0.1
 
 test: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg

@@ -3,7 +3,7 @@
 * page load -> first chart, cold (fresh server, first visitor) and warm (later visitors);
 * slider move -> all four charts re-rendered in the page (median and p90 over repeated moves);
 * kernel memory (RSS of the kernel process behind one page).
-Runs Voila with the options `make app` uses, on a free port, and headless Chromium via playwright.
+Runs Voila with the shipped voila.json (as `make app` does), on a free port, and headless Chromium via playwright.
 """
 
 from __future__ import annotations
@@ -55,8 +55,7 @@ def slider_move_ms(page, label: str, moves: int) -> list[float]:
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
-    extra = ["--preheat_kernel=True", "--pool_size=1"]
-    with voila("notebooks/app.ipynb", *extra) as url, sync_playwright() as p:
+    with voila("notebooks/app.ipynb") as url, sync_playwright() as p:  # the shipped voila.json: warm kernel, culling
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         cold = first_chart_seconds(browser, url)
         time.sleep(8)  # let the pool start the next kernel

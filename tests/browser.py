@@ -24,11 +24,12 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def voila(notebook: str = "notebooks/app.ipynb", *extra: str):
-    """Serve ``notebook`` on a free port; yield its base URL; stop the server afterwards."""
+    """Serve ``notebook`` with the shipped voila.json on a free port; yield its base URL; stop the server afterwards."""
     port = free_port()
     voila_bin = Path(sys.executable).parent / "voila"
     proc = subprocess.Popen([str(voila_bin), notebook, "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", *extra],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "JUPYTER_PATH": str(ROOT / "share" / "jupyter")})
     try:
         deadline = time.time() + 60
         while time.time() < deadline:

@@ -94,3 +94,8 @@ def test_serve_tab_renders_and_responds(page):
             break
         time.sleep(0.2)
     assert card.inner_text() != before_card and "Traceback" not in page.inner_text("body")
+
+
+def test_no_request_leaves_the_machine(page):
+    hosts = page.evaluate("performance.getEntriesByType('resource').map(r => new URL(r.name).hostname)")
+    assert hosts and set(hosts) <= {"127.0.0.1", "localhost", ""}, set(hosts)

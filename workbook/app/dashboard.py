@@ -16,7 +16,7 @@ import polars as pl
 from workbook import calibration, claims, options, validation
 from workbook import catalog as catalog_mod
 from workbook import charts
-from workbook.app import state, views
+from workbook.app import links, state, views
 from workbook.app.chartgrid import ChartGrid
 from workbook.app.serve_view import ServeView
 from workbook.errors import DataError, InputError
@@ -103,7 +103,12 @@ class Dashboard:
                        c["tokens_b"], w.HTML("<b>Job</b>"), c["framework"], c["days"], c["precision"], c["pricing"],
                        w.HTML("<b>Constraints</b>"), c["cloud"], c["multi_cloud"], c["lock_in"], c["budget_musd"],
                        accordion], layout=w.Layout(width="460px", min_width="440px"))
-        right = w.VBox([self.status, self.card, self.charts, w.HTML("<h3>All options</h3>"), self.table],
+        self.link = w.HTML()
+        self.downloads = w.HTML()
+        prepare = w.Button(description="Prepare downloads", tooltip="table CSV, charts PNG/SVG, one-page report")
+        prepare.on_click(lambda _: self.prepare_downloads())
+        share = w.HBox([self.link, prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap"))
+        right = w.VBox([self.status, self.card, share, self.charts, w.HTML("<h3>All options</h3>"), self.table],
                        layout=w.Layout(flex="1 1 auto"))
         self.serve: ServeView | None = None  # built when its tab is first opened: the Train page loads faster
         self.tabs = w.Tab(children=[w.HBox([left, right]), w.HTML("Loading the serving view...")], titles=("Train", "Serve"))
@@ -118,6 +123,28 @@ class Dashboard:
         self.trust.selected_index = None
         self.trust.observe(self._on_trust_open, names="selected_index")
         return w.VBox([header, self.tabs, self.trust, footer], layout=w.Layout(padding="8px"))
+
+    def apply_query(self, query: str | None) -> None:
+        """Set the controls from a scenario link; values that are not accepted are reported and left at their defaults."""
+        values, problems = links.parse(query, [c for c in self.controls["cloud"].options if c != "any"])
+        mode = values.pop("mode", "train")
+        self._syncing = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._syncing = False
+        self._on_change(None)
+        if problems:
+            self.status.value = views.message("Link: " + "; ".join(problems))
+        if mode == "serve":
+            self.tabs.selected_index = 1
+
+    def prepare_downloads(self) -> None:
+        """Table as CSV, each chart as PNG and SVG, and the one-page report, as data links (offline)."""
+        if self.scenario is None or self.frame is None:
+            return
+        self.downloads.value = views.downloads(self.frame.select(options.OUTPUT_COLUMNS), self.scenario, self.catalog)
 
     def _on_tab(self, change) -> None:
         """The Serve view is built and computed when first shown, so the Train page loads without paying for it."""
@@ -204,6 +231,8 @@ class Dashboard:
         self.card.value = views.recommendation(rec)
         self.table.value = views.option_table(frame.select(options.OUTPUT_COLUMNS))
         self._update_charts(scenario, frame, everything)
+        self.link.value = views.share_link(links.build(self.values(), "serve" if self.tabs.selected_index == 1 else "train"))
+        self.downloads.value = ""
         if self.serve is not None:
             self.serve.refresh_combined()
 

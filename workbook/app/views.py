@@ -117,3 +117,35 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
     return ("<table class='wb-table wb-serve-table' style='border-collapse:collapse;font-size:13px'><thead><tr>"
             + "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>" for h in head) + "</tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
+
+
+def share_link(query: str) -> str:
+    """A link to this scenario and a button that copies its full URL (relative to the page, so it works behind proxies)."""
+    href = html.escape("?" + query, quote=True)
+    script = html.escape(f"navigator.clipboard.writeText(new URL('?{query}', location.href).href);"
+                         "this.textContent='Link copied';", quote=True)
+    return (f"<span class='wb-share' style='font-size:13px;margin-right:12px'><a class='wb-link' href='{href}' target='_blank'>"
+            f"Link to this scenario</a> <button class='wb-copy' onclick=\"{script}\">Copy link</button></span>")
+
+
+def _data_link(label: str, filename: str, mime: str, payload: bytes) -> str:
+    import base64
+
+    encoded = base64.b64encode(payload).decode()
+    return f"<a download='{filename}' href='data:{mime};base64,{encoded}' style='margin-right:10px'>{html.escape(label)}</a>"
+
+
+def downloads(frame: pl.DataFrame, scenario, catalog) -> str:
+    """Data links for the option table (CSV), the charts (PNG and SVG) and the one-page HTML report."""
+    import vl_convert as vlc
+
+    from workbook import report
+
+    _, built = report.chart_specs(scenario, catalog)
+    parts = [_data_link("Table (CSV)", "options.csv", "text/csv", frame.with_columns(pl.col("price_as_of").cast(pl.String)).write_csv().encode())]
+    for name, chart in built.items():
+        spec = chart.to_dict()
+        parts.append(_data_link(f"{name} PNG", f"{name}.png", "image/png", vlc.vegalite_to_png(spec, scale=2)))
+        parts.append(_data_link(f"SVG", f"{name}.svg", "image/svg+xml", vlc.vegalite_to_svg(spec).encode()))
+    parts.append(_data_link("Report (HTML)", "accelerator-report.html", "text/html", report.render(scenario, catalog).encode()))
+    return "<span class='wb-downloads' style='font-size:13px'>" + "".join(parts) + "</span>"
