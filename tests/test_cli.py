@@ -48,3 +48,13 @@ def test_bad_input_exits_2_with_one_line(args, flag):
     out = cli(*args)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and flag in out.stderr and "Traceback" not in out.stderr
+
+
+def test_report_command_writes_a_self_contained_page(tmp_path):
+    out = tmp_path / "report.html"
+    result = cli("report", "--params", "7e9", "--days", "14", "--pricing", "spot", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "Recommendation" in text and text.count("<svg") == 4 and "<script" not in text
+    bad = cli("report", "--params", "7e9", "--out", str(tmp_path / "missing" / "r.html"))
+    assert bad.returncode == 2 and "--out" in bad.stderr and bad.stderr.count("\n") == 1

@@ -14,7 +14,7 @@ import sys
 import polars as pl
 
 from workbook import catalog as catalog_mod
-from workbook import options, pricebuild, serving
+from workbook import options, pricebuild, report, serving
 from workbook.errors import DataError, InputError
 from workbook.scenario import Assumptions, Constraints, ModelSpec, Scenario
 from workbook.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     _scenario_flags(compare, single=False)
     _serve_flags(compare)
     compare.add_argument("--mode", choices=["train", "serve"], default="train")
+    rep = sub.add_parser("report", help="one-page self-contained HTML report of a training scenario")
+    _scenario_flags(rep, single=False)
+    rep.add_argument("--out", required=True, help="path of the HTML file to write")
     acc = sub.add_parser("accelerators", help="list accelerator ids and specs")
     acc.add_argument("--json", action="store_true")
     data = sub.add_parser("data", help="rebuild data tables")
@@ -194,6 +197,14 @@ def run(argv: list[str]) -> int:
     if args.command == "accelerators":
         frame = cat.accelerators.with_columns(pl.col("as_of").cast(pl.String))
         print(json.dumps(frame.to_dicts(), indent=1) if args.json else "\n".join(cat.accelerator_ids))
+        return 0
+    if args.command == "report":
+        try:
+            with open(args.out, "w", encoding="utf-8") as out:
+                out.write(report.render(_scenario(args, cat), cat))
+        except OSError as err:
+            raise InputError("--out", f"cannot write {args.out!r} ({err.strerror})") from None
+        print(f"wrote {args.out}")
         return 0
     if args.command == "serve" or getattr(args, "mode", "train") == "serve":
         frame = serving.evaluate_serving(_serve_scenario(args, cat), cat)
