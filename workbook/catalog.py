@@ -113,6 +113,8 @@ def read_table(path: Path | str, model: type[pa.DataFrameModel]) -> pl.DataFrame
     if not path.is_file():
         raise DataError(f"{label}: file not found")
     content = path.read_bytes()
+    if not content.strip():
+        raise DataError(f"{label}: the file is empty (expected a header line and rows)")
     try:
         content.decode("utf-8")
     except UnicodeDecodeError as err:
