@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # to reuse the 
 
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, voila  # noqa: E402
 
-CULL = ["--MappingKernelManager.cull_idle_timeout=60", "--MappingKernelManager.cull_interval=10"]
+CULL = ["--MappingKernelManager.cull_idle_timeout=60", "--MappingKernelManager.cull_interval=10", *sys.argv[2:]]
 SNAPSHOT = "() => { window.__before = Array.from(document.querySelectorAll('.vega-embed svg')).map(s => s.innerHTML); }"
 CHANGED = """() => { const now = Array.from(document.querySelectorAll('.vega-embed svg')).map(s => s.innerHTML);
   return now.length === window.__before.length && now.some((h, i) => h !== window.__before[i]); }"""
