@@ -52,6 +52,21 @@ class Catalog:
         """Price rows in use: flagged rows (suspect, superseded, incomplete) stay in the file, marked excluded."""
         return self.prices.filter(~pl.col("excluded"))
 
+    def price_summary(self, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()) -> pl.DataFrame:
+        """Per (accelerator, cloud, pricing model): median USD per chip-hour, min..max over regions and instances,
+        how many quotes, the newest as-of date and whether any quote is approximate or second-hand."""
+        prices = self.usable_prices().filter(pl.col("pricing_model").is_in(list(pricing)))
+        if clouds:
+            prices = prices.filter(pl.col("cloud").is_in(list(clouds)))
+        return prices.group_by("accelerator_id", "cloud", "pricing_model").agg(
+            pl.col("usd_per_chip_hour").median().alias("usd_per_chip_hour"),
+            pl.col("usd_per_chip_hour").min().alias("usd_per_chip_hour_low"),
+            pl.col("usd_per_chip_hour").max().alias("usd_per_chip_hour_high"),
+            pl.len().alias("price_rows"), pl.col("as_of").max().alias("price_as_of"),
+            pl.col("as_of_approx").any().alias("price_as_of_approx"),
+            pl.col("notes").str.contains("secondary source").any().alias("price_secondary_source"),
+        )
+
 
 def _line(index: int | None) -> str:
     return "header" if index is None else f"line {index + 2}"

@@ -199,20 +199,6 @@ def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) ->
         memory_per_chip_bytes=pl.sum_horizontal(list(parts.values())))
 
 
-def _prices(cat: catalog_mod.Catalog, s: Scenario) -> pl.DataFrame:
-    prices = cat.usable_prices().filter(pl.col("pricing_model").is_in(list(s.pricing)))
-    if s.constraints.clouds:
-        prices = prices.filter(pl.col("cloud").is_in(list(s.constraints.clouds)))
-    return prices.group_by("accelerator_id", "cloud", "pricing_model").agg(
-        pl.col("usd_per_chip_hour").median().alias("usd_per_chip_hour"),
-        pl.col("usd_per_chip_hour").min().alias("usd_per_chip_hour_low"),
-        pl.col("usd_per_chip_hour").max().alias("usd_per_chip_hour_high"),
-        pl.len().alias("price_rows"), pl.col("as_of").max().alias("price_as_of"),
-        pl.col("as_of_approx").any().alias("price_as_of_approx"),
-        pl.col("notes").str.contains("secondary source").any().alias("price_secondary_source"),
-    )
-
-
 def _clouds_per_accelerator(cat: catalog_mod.Catalog) -> pl.DataFrame:
     return cat.usable_prices().group_by("accelerator_id").agg(pl.col("cloud").n_unique().alias("clouds_offering"))
 
@@ -300,7 +286,7 @@ def evaluate_full(scenario: Scenario, catalog: catalog_mod.Catalog | None = None
     cal = calibration or _default_calibration(cat)
     frame = (
         _accelerator_frame(scenario, cat, cal, job_frame(scenario) if jobs_frame is None else jobs_frame)
-        .join(_prices(cat, scenario), on="accelerator_id", how="left")
+        .join(cat.price_summary(scenario.pricing, scenario.constraints.clouds), on="accelerator_id", how="left")
         .join(_clouds_per_accelerator(cat), on="accelerator_id", how="left")
         .with_columns(pl.col("pricing_model").fill_null(scenario.pricing[0]))
     )

@@ -202,15 +202,6 @@ def calibrate(cat: Catalog) -> ServingEfficiency:
                              moe=calibration_mod.fit(cat).moe_efficiency, points=frame)
 
 
-def _prices(cat: Catalog, s: ServeScenario) -> pl.DataFrame:
-    prices = cat.usable_prices().filter(pl.col("pricing_model").is_in(list(s.pricing)))
-    if s.clouds:
-        prices = prices.filter(pl.col("cloud").is_in(list(s.clouds)))
-    return prices.group_by("accelerator_id", "cloud", "pricing_model").agg(
-        pl.col("usd_per_chip_hour").median(), pl.col("usd_per_chip_hour").min().alias("usd_per_chip_hour_low"),
-        pl.col("usd_per_chip_hour").max().alias("usd_per_chip_hour_high"))
-
-
 SERVE_COLUMNS = [
     "accelerator_id", "name", "kind", "family", "cloud", "pricing_model", "feasible", "infeasible_reason",
     "tensor_parallel", "batch", "chips_per_replica", "replicas", "chips", "tokens_per_s_per_chip", "tokens_per_s_per_replica",
@@ -231,7 +222,7 @@ def evaluate_serving(s: ServeScenario, catalog: Catalog | None = None, efficienc
         chips_per_replica=pl.col("tensor_parallel"),
         utilisation=pl.lit(demand) / (pl.col("replicas") * pl.col("tokens_per_s_per_replica")))
     tokens_per_hour = demand * 3600 / 1e6  # millions of output tokens served per hour
-    frame = frame.join(_prices(cat, s), on="accelerator_id", how="left").with_columns(
+    frame = frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left").with_columns(
         usd_per_hour=pl.col("chips") * pl.col("usd_per_chip_hour"),
         usd_per_million_tokens=pl.col("chips") * pl.col("usd_per_chip_hour") / tokens_per_hour,
         usd_per_million_tokens_low=pl.col("chips") * pl.col("usd_per_chip_hour_low") / tokens_per_hour,

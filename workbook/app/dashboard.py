@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import math
 import tempfile
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from workbook import calibration, claims, options, validation
 from workbook import catalog as catalog_mod
 from workbook import charts
 from workbook.app import links, state, views
+from workbook.app.controls import log_slider
 from workbook.app.chartgrid import ChartGrid
 from workbook.app.serve_view import ServeView
 from workbook.errors import DataError, InputError
@@ -27,12 +27,6 @@ FRONTIER_DAYS = [3, 7, 14, 30, 60, 120, 240, 365]
 SIZE_SWEEP_PARAMS = [10 ** (8 + i * 0.5) for i in range(10)]  # 100M .. 3.2T
 FRONTIER_OPTIONS = 5
 LABELS = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
-
-
-def _log_slider(description, value, low, high, **kw):
-    return w.FloatLogSlider(value=value, base=10, min=math.log10(low), max=math.log10(high), step=0.02,
-                            description=description, continuous_update=False, readout_format=".3g",
-                            style={"description_width": "150px"}, layout=w.Layout(width="420px"), **kw)
 
 
 class Dashboard:
@@ -64,11 +58,11 @@ class Dashboard:
         tick = {"indent": False, "layout": w.Layout(width="auto", margin="2px 0 2px 154px")}
         clouds = ["any"] + sorted(self.catalog.usable_prices()["cloud"].unique())
         return {
-            "params_b": _log_slider("Model size (B params)", d["params_b"], 0.1, 2000),
+            "params_b": log_slider("Model size (B params)", d["params_b"], 0.1, 2000),
             "moe": w.Checkbox(value=d["moe"], description="Mixture of experts", **tick),
-            "active_params_b": _log_slider("Active params (B)", d["active_params_b"], 0.1, 2000, disabled=True),
+            "active_params_b": log_slider("Active params (B)", d["active_params_b"], 0.1, 2000, disabled=True),
             "compute_optimal": w.Checkbox(value=d["compute_optimal"], description="20 tokens per parameter", **tick),
-            "tokens_b": _log_slider("Training tokens (B)", d["tokens_b"], 1, 100_000, disabled=True),
+            "tokens_b": log_slider("Training tokens (B)", d["tokens_b"], 1, 100_000, disabled=True),
             "framework": w.ToggleButtons(options=[(LABELS[f], f) for f in FRAMEWORKS], value=d["framework"],
                                          description="Framework", style={**style, "button_width": "90px"}),
             "days": w.IntSlider(value=d["days"], min=1, max=365, description="Target days", continuous_update=False,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import ipywidgets as w
@@ -12,18 +11,13 @@ from workbook import charts, serving
 from workbook import charts_serving as cs
 from workbook.app import views
 from workbook.app.chartgrid import ChartGrid
+from workbook.app.controls import STYLE, log_slider
 from workbook.catalog import Catalog
 from workbook.errors import InputError
 from workbook.scenario import ModelSpec
 
-STYLE = {"description_width": "150px"}
 WIDE = w.Layout(width="420px")
 CURVE_OPTIONS = 3
-
-
-def _log_slider(description: str, value: float, low: float, high: float, fmt: str = ".3g") -> w.FloatLogSlider:
-    return w.FloatLogSlider(value=value, base=10, min=math.log10(low), max=math.log10(high), step=0.02,
-                            description=description, continuous_update=False, readout_format=fmt, style=STYLE, layout=WIDE)
 
 
 class ServeView:
@@ -34,16 +28,16 @@ class ServeView:
         self.train_frame = train_frame
         clouds = ["any"] + sorted(catalog.usable_prices()["cloud"].unique())
         self.controls = {
-            "params_b": _log_slider("Model size (B params)", 70, 0.1, 2000),
+            "params_b": log_slider("Model size (B params)", 70, 0.1, 2000),
             "precision": w.ToggleButtons(options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS], value="fp8",
                                          description="Weights", style={**STYLE, "button_width": "55px"}),
             "kv_precision": w.ToggleButtons(options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS[:3]], value="fp8",
                                             description="KV cache", style={**STYLE, "button_width": "55px"}),
             "prompt_tokens": w.BoundedIntText(value=1000, min=1, max=2_000_000, description="Prompt tokens", style=STYLE),
             "output_tokens": w.BoundedIntText(value=300, min=1, max=200_000, description="Output tokens", style=STYLE),
-            "rps": _log_slider("Requests per second", 10, 0.01, 10_000),
-            "ttft_ms": _log_slider("First-token target (ms)", 2000, 10, 60_000, ".0f"),
-            "tpot_ms": _log_slider("Per-token target (ms)", 50, 2, 1000, ".0f"),
+            "rps": log_slider("Requests per second", 10, 0.01, 10_000),
+            "ttft_ms": log_slider("First-token target (ms)", 2000, 10, 60_000, ".0f"),
+            "tpot_ms": log_slider("Per-token target (ms)", 50, 2, 1000, ".0f"),
             "pricing": w.Dropdown(options=["on-demand", "spot", "commit-1y", "commit-3y", "capacity-block", "reserved-contract"],
                                   value="on-demand", description="Pricing", style=STYLE),
             "cloud": w.Dropdown(options=clouds, value="any", description="Cloud", style=STYLE),

@@ -1,0 +1,14 @@
+"""Widget helpers shared by the Train and Serve views."""
+
+import math
+
+import ipywidgets as w
+
+STYLE = {"description_width": "150px"}
+
+
+def log_slider(description: str, value: float, low: float, high: float, fmt: str = ".3g", **kw) -> w.FloatLogSlider:
+    """A log-scale slider that reports its value when released (no flood of updates while dragging)."""
+    return w.FloatLogSlider(value=value, base=10, min=math.log10(low), max=math.log10(high), step=0.02,
+                            description=description, continuous_update=False, readout_format=fmt, style=STYLE,
+                            layout=w.Layout(width="420px"), **kw)
