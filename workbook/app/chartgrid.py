@@ -5,11 +5,14 @@ here, BROWSER.md) and every JupyterChart carries its own ~0.9 MB offline JavaScr
 workbook's charts have fixed templates and only their named datasets change, so one widget holds all
 of them: it embeds each template once and, on a data change, replaces the datasets in the running
 Vega views (``view.data(name, rows)``). The JavaScript (``chartgrid.js``) is bundled with vega-embed,
-Vega-Lite and Vega by vl-convert: offline, no CDN, built once per version and cached on disk.
+Vega-Lite and Vega by vl-convert: offline, no CDN, built once per version and cached on disk. The
+widget's own module is a small loader (``chartgrid_loader.js``) that imports that bundle in the page;
+see there why.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -19,11 +22,13 @@ import anywidget
 import traitlets
 
 JS_SOURCE = Path(__file__).with_name("chartgrid.js")
+LOADER = Path(__file__).with_name("chartgrid_loader.js")
 CACHE_DIR = Path(os.environ.get("WORKBOOK_CACHE_DIR", Path.home() / ".cache" / "accelerator-workbook"))
 
 
-def bundle() -> str:
-    """The widget's JavaScript with its dependencies, from the on-disk cache when it is there."""
+@functools.cache
+def bundle() -> tuple[str, str]:
+    """(version key, the charts' JavaScript with its dependencies), from the on-disk cache when it is there."""
     import vl_convert as vlc
     from altair.utils._importers import vl_version_for_vl_convert
 
@@ -31,23 +36,25 @@ def bundle() -> str:
     key = f"{alt.__version__}-{vlc.__version__}-{hashlib.sha256(source.encode()).hexdigest()[:12]}"
     path = CACHE_DIR / f"chartgrid-{key}.js"
     if path.is_file():
-        return path.read_text(encoding="utf-8")
+        return key, path.read_text(encoding="utf-8")
     bundled = vlc.javascript_bundle(source, vl_version=vl_version_for_vl_convert())
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(bundled, encoding="utf-8")
     tmp.replace(path)  # atomic: concurrent kernels never read a half-written bundle
-    return bundled
+    return key, bundled
 
 
 class ChartGrid(anywidget.AnyWidget):
     """``specs``: chart name -> Vega-Lite spec with named datasets; ``datasets``: chart name -> {dataset: rows}."""
 
+    _esm = LOADER
+    _bundle_key = traitlets.Unicode().tag(sync=True)
+    _bundle = traitlets.Unicode().tag(sync=True)
     specs = traitlets.Dict().tag(sync=True)
     datasets = traitlets.Dict().tag(sync=True)
     columns = traitlets.Int(2).tag(sync=True)
 
     def __init__(self, specs: dict, **kwargs):
-        if not isinstance(type(self).__dict__.get("_esm"), str):
-            type(self)._esm = bundle()  # class-level, read from the cache once per kernel
-        super().__init__(specs=specs, datasets={name: {} for name in specs}, **kwargs)
+        key, js = bundle()  # read from the cache once per kernel
+        super().__init__(specs=specs, datasets={name: {} for name in specs}, _bundle_key=key, _bundle=js, **kwargs)
