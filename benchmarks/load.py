@@ -1,13 +1,21 @@
-"""Load figures for the Voila app (reported, never asserted): `python benchmarks/load.py [SESSIONS]`.
+"""Load figures for the Voila app (reported, never asserted): `python benchmarks/load.py [options] [voila args]`.
 
-Opens SESSIONS (default 20) concurrent pages, each in its own headless Chromium, against the shipped voila.json
-(idle culling shortened to 60 s so the release can be observed), waits until every page has rendered its
-charts, moves the model-size slider in every page and times until its charts change, then closes the
-pages and waits for the culler. Prints render and response times and server + kernel memory.
+Serves the app with the shipped voila.json (idle culling shortened to 60 s so the release can be observed) and
+sends SESSIONS visitors at it at once (or one every --stagger seconds). Most visitors speak the Jupyter protocol
+(benchmarks/visitor.py: page, all widget states, a slider move, the charts' new data); --browsers of them are
+real headless Chromium pages (charts drawn, slider moved, charts redrawn), so a real page is checked under the
+same load. Every session stays open until all have moved their slider; then memory is read, the sessions are
+closed, and memory is read again after the culler has run.
+
+Why most visitors are not browsers: this machine has 2 cores, and twenty Chromium processes on it starve the
+server and each other; the browser's widget manager then misses its 4 s deadline for the widget states, falls
+back to one request per widget, and the page stays blank. Real visitors' browsers run on their own machines.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import statistics
 import subprocess
 import sys
@@ -16,9 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # to reuse the test helpers
 
+from benchmarks.visitor import Gate, Visit, visit  # noqa: E402
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, voila  # noqa: E402
 
-CULL = ["--MappingKernelManager.cull_idle_timeout=60", "--MappingKernelManager.cull_interval=10", *sys.argv[2:]]
+CULL = ["--MappingKernelManager.cull_idle_timeout=60", "--MappingKernelManager.cull_interval=10"]
+DRAWN = "document.querySelectorAll('.vega-embed svg').length >= 4"
 SNAPSHOT = "() => { window.__before = Array.from(document.querySelectorAll('.vega-embed svg')).map(s => s.innerHTML); }"
 CHANGED = """() => { const now = Array.from(document.querySelectorAll('.vega-embed svg')).map(s => s.innerHTML);
   return now.length === window.__before.length && now.some((h, i) => h !== window.__before[i]); }"""
@@ -32,44 +42,101 @@ def memory_mb() -> tuple[int, float]:
     return len(kernels), (sum(kernels) + sum(server)) / 1024
 
 
-def main(sessions: int = 20) -> None:
-    from playwright.sync_api import sync_playwright
+async def browser_visit(browser, url: str, gate: Gate) -> Visit:
+    """A real page: time until its four charts are drawn, then a slider move until they are redrawn."""
+    result, start = Visit(), time.perf_counter()
+    page = await browser.new_page()
+    try:
+        await page.goto(url, wait_until="commit", timeout=600_000)
+        await page.wait_for_function(DRAWN, timeout=600_000)
+        result.states_s, result.charts_ok = time.perf_counter() - start, True
+        await page.evaluate(SNAPSHOT)
+        handle = page.locator(".widget-slider", has_text="Model size").locator(".noUi-handle")
+        await handle.focus()
+        sent = time.perf_counter()
+        await handle.press("ArrowRight")
+        await page.wait_for_function(CHANGED, polling="raf", timeout=120_000)
+        result.response_ms = 1000 * (time.perf_counter() - sent)
+    except Exception as error:  # reported, not raised: the other visitors go on
+        result.error = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+    gate.arrive()
+    await gate.open.wait()
+    await page.close()
+    return result
 
-    with voila("notebooks/app.ipynb", *CULL) as url, sync_playwright() as p:
-        time.sleep(10)  # let the warm kernel start
-        baseline = memory_mb()
-        # One browser per visitor: a browser allows 6 connections per host, which a few Voila pages exhaust.
-        browsers = [p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS) for _ in range(sessions)]
-        pages = [b.new_page() for b in browsers]
-        start = time.perf_counter()
-        for page in pages:
-            page.goto(url, wait_until="commit", timeout=300_000)
-        rendered = []
-        for number, page in enumerate(pages, 1):
-            page.wait_for_function("document.querySelectorAll('.vega-embed svg').length >= 4", timeout=600_000)
-            rendered.append(time.perf_counter() - start)
-            print(f"page {number} rendered after {rendered[-1]:.1f} s", flush=True)
+
+async def after(seconds: float, coro):
+    await asyncio.sleep(seconds)
+    return await coro
+
+
+async def visitors(url: str, sessions: int, browsers: int, stagger: float) -> tuple[list[Visit], list[Visit], tuple]:
+    """Run every visitor; return (browser visits, protocol visits, memory while all sessions were open)."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        # One Chromium per browser visitor: a browser allows 6 connections per host, which a few pages exhaust.
+        chromiums = [await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+                     for _ in range(browsers)]
+        gate = Gate(sessions)
+        runs = [after(i * stagger, browser_visit(chromiums[i], url, gate)) for i in range(browsers)]
+        runs += [after(i * stagger, visit(url, gate)) for i in range(browsers, sessions)]
+        everyone = asyncio.gather(*runs)
+        await gate.open.wait()
         loaded = memory_mb()
-        responses = []
-        for page in pages:
-            page.evaluate(SNAPSHOT)
-            handle = page.locator(".widget-slider", has_text="Model size").locator(".noUi-handle")
-            handle.focus()
-            t0 = time.perf_counter()
-            handle.press("ArrowRight")
-            page.wait_for_function(CHANGED, polling="raf", timeout=120_000)
-            responses.append(1000 * (time.perf_counter() - t0))
-        for b in browsers:
-            b.close()
+        results = await everyone
+        for chromium in chromiums:
+            await chromium.close()
+    return results[:browsers], results[browsers:], loaded
+
+
+def spread(values: list[float], unit: str, digits: int = 1) -> str:
+    if not values:
+        return "none"
+    return f"median {statistics.median(values):.{digits}f} {unit}, max {max(values):.{digits}f} {unit}"
+
+
+def report(kind: str, visits: list[Visit]) -> None:
+    if not visits:
+        return
+    ok = [v for v in visits if v.charts_ok and v.response_ms is not None]
+    print(f"{kind}: {len(ok)}/{len(visits)} rendered and answered a slider move; "
+          f"charts ready {spread([v.states_s for v in ok], 's')}; slider -> new charts {spread([v.response_ms for v in ok], 'ms', 0)}")
+    replies = [v.state_reply_s for v in visits if v.state_reply_s is not None]
+    if replies:
+        late = sum(r > 4 for r in replies)
+        print(f"  widget states answered {spread(replies, 's', 2)} ({late} beyond the browser's 4 s deadline); "
+              f"page served {spread([v.page_s for v in visits if v.page_s is not None], 's')}")
+    for v in visits:
+        if v.error:
+            print(f"  failed: {v.error}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=20, help="concurrent visitors (default 20)")
+    parser.add_argument("--browsers", type=int, default=2, help="how many of them are headless Chromium pages (default 2)")
+    parser.add_argument("--stagger", type=float, default=0.0, help="seconds between arrivals (default 0: all at once)")
+    args, voila_args = parser.parse_known_args()
+    if not 0 <= args.browsers <= args.sessions or args.sessions < 1 or args.stagger < 0:
+        parser.error("need 1 <= sessions, 0 <= browsers <= sessions, stagger >= 0")
+    with voila("notebooks/app.ipynb", *CULL, *voila_args) as url:
+        time.sleep(15)  # let the preheated kernel run the notebook
+        baseline = memory_mb()
+        start = time.perf_counter()
+        browser_visits, protocol_visits, loaded = asyncio.run(visitors(url, args.sessions, args.browsers, args.stagger))
+        wall = time.perf_counter() - start
         time.sleep(90)  # idle timeout 60 s + cull interval
         released = memory_mb()
-    print(f"{sessions} concurrent sessions: all rendered after {max(rendered):.1f} s (median {statistics.median(rendered):.1f} s)")
-    print(f"slider -> charts changed, one page at a time under load: median {statistics.median(responses):.0f} ms, "
-          f"max {max(responses):.0f} ms")
-    print(f"memory (server + kernels): baseline {baseline[1]:.0f} MB ({baseline[0]} kernel), with {sessions} sessions "
-          f"{loaded[1]:.0f} MB ({loaded[0]} kernels, {(loaded[1] - baseline[1]) / sessions:.0f} MB per session), "
+    arrival = "at once" if args.stagger == 0 else f"one every {args.stagger:g} s"
+    print(f"{args.sessions} concurrent sessions arriving {arrival} ({args.browsers} in headless Chromium), "
+          f"all done after {wall:.1f} s")
+    report("protocol visitors", protocol_visits)
+    report("Chromium visitors", browser_visits)
+    print(f"memory (server + kernels): baseline {baseline[1]:.0f} MB ({baseline[0]} kernel); with every session open "
+          f"{loaded[1]:.0f} MB ({loaded[0]} kernels, {(loaded[1] - baseline[1]) / args.sessions:.0f} MB per session); "
           f"after closing and culling {released[1]:.0f} MB ({released[0]} kernels)")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20)
+    main()

@@ -1,0 +1,125 @@
+"""One app visitor spoken at the Jupyter protocol level (no browser), for the load benchmark.
+
+It does what the page's JavaScript does: fetch the page (Voila runs the notebook for it), open the kernel's
+websocket, ask for every widget's state over the ``jupyter.widget.control`` comm (the message the browser's
+widget manager sends, and must see answered within 4 s before it falls back to one request per widget),
+then move the model-size slider and wait for the chart widget's new datasets. Times each step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import struct
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.websocket import websocket_connect
+
+SLIDER = "Model size (B params)"
+CHARTS = "workbook.app.chartgrid.ChartGrid"
+
+
+@dataclass
+class Visit:
+    """Seconds from the visitor's arrival to each step (None: not reached) and what went wrong."""
+
+    page_s: float | None = None
+    states_s: float | None = None  # all widget states received: the page can render
+    state_reply_s: float | None = None  # request_states -> reply (the browser gives up after 4 s)
+    charts_ok: bool = False  # the chart widget arrived with data for every chart
+    response_ms: float | None = None  # slider value sent -> new chart data received
+    error: str = ""
+
+
+def _message(msg_type: str, content: dict, session: str, metadata: dict | None = None) -> str:
+    header = {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "session": session, "username": "load",
+              "version": "5.3", "date": datetime.now(timezone.utc).isoformat()}
+    return json.dumps({"header": header, "parent_header": {}, "metadata": metadata or {}, "content": content,
+                       "channel": "shell", "buffers": []})
+
+
+def _decode(frame: str | bytes) -> dict:
+    """A server frame in the legacy websocket format: JSON text, or binary with buffers after the JSON."""
+    if isinstance(frame, str):
+        return json.loads(frame)
+    count = struct.unpack("!I", frame[:4])[0]
+    offsets = struct.unpack(f"!{count}I", frame[4:4 + 4 * count])
+    return json.loads(frame[offsets[0]:offsets[1] if count > 1 else None])
+
+
+class Gate:
+    """Visitors keep their sessions open until every visitor has moved its slider (or failed)."""
+
+    def __init__(self, visitors: int):
+        self.left, self.open = visitors, asyncio.Event()
+
+    def arrive(self) -> None:
+        self.left -= 1
+        if self.left <= 0:
+            self.open.set()
+
+
+async def visit(url: str, gate: Gate, timeout_s: float = 600) -> Visit:
+    result, ws = Visit(), None
+    start = time.perf_counter()
+    try:
+        client = AsyncHTTPClient(max_clients=1000)  # tornado's default queues all but 10 requests
+        response = await client.fetch(HTTPRequest(url, request_timeout=timeout_s))
+        result.page_s = time.perf_counter() - start
+        kernel = re.search(r'"kernelId": "([0-9a-f-]+)"', response.body.decode()).group(1)
+        cookies = "; ".join(c.split(";")[0] for c in response.headers.get_list("Set-Cookie"))
+        session = uuid.uuid4().hex
+        ws_url = url.replace("http", "ws", 1).rstrip("/") + f"/api/kernels/{kernel}/channels?session_id={session}"
+        ws = await websocket_connect(HTTPRequest(ws_url, headers={"Cookie": cookies}, request_timeout=timeout_s),
+                                     max_message_size=256 * 1024 * 1024)
+        await _drive(ws, session, start, result, timeout_s)
+    except Exception as error:  # a benchmark reports failures, it does not stop at the first
+        result.error = f"{type(error).__name__}: {error}"
+    gate.arrive()
+    await gate.open.wait()
+    if ws is not None:
+        ws.close()
+    return result
+
+
+async def _receive(ws, deadline: float, predicate) -> dict:
+    while True:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            raise TimeoutError("no answer from the kernel")
+        frame = await asyncio.wait_for(ws.read_message(), timeout=left)
+        if frame is None:
+            raise ConnectionError("websocket closed by the server")
+        msg = _decode(frame)
+        if predicate(msg):
+            return msg
+
+
+async def _drive(ws, session: str, start: float, result: Visit, timeout_s: float) -> None:
+    deadline = start + timeout_s
+    control = uuid.uuid4().hex
+    sent = time.perf_counter()
+    ws.write_message(_message("comm_open", {"comm_id": control, "target_name": "jupyter.widget.control", "data": {}},
+                              session, {"version": "1.0.0"}))
+    ws.write_message(_message("comm_msg", {"comm_id": control, "data": {"method": "request_states"}}, session))
+    reply = await _receive(ws, deadline, lambda m: m["header"]["msg_type"] == "comm_msg"
+                           and m["content"]["comm_id"] == control)
+    result.state_reply_s = time.perf_counter() - sent
+    result.states_s = time.perf_counter() - start
+    states = reply["content"]["data"]["states"]
+    charts = next(k for k, s in states.items() if s["state"].get("_anywidget_id") == CHARTS)
+    slider = next(k for k, s in states.items() if s["state"].get("description") == SLIDER)
+    datasets = states[charts]["state"]["datasets"]
+    result.charts_ok = bool(datasets) and all(datasets.values())
+    value = states[slider]["state"]["value"] * 1.5
+    sent = time.perf_counter()
+    ws.write_message(_message("comm_msg", {"comm_id": slider, "data": {"method": "update", "state": {"value": value},
+                                                                      "buffer_paths": []}}, session))
+    await _receive(ws, deadline, lambda m: m["header"]["msg_type"] == "comm_msg"
+                   and m["content"]["comm_id"] == charts and "datasets" in m["content"]["data"].get("state", {}))
+    result.response_ms = 1000 * (time.perf_counter() - sent)
