@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 import vl_convert as vlc
 
-from workbook import charts, options
+from workbook import charts, charts_serving, options
 from workbook.scenario import Constraints, ModelSpec, Scenario
 
 SCENARIO = Scenario(model=ModelSpec.from_params(70e9), tokens=1.4e12, days=30, pricing=("on-demand",))
@@ -61,6 +61,11 @@ def test_crossing_found_between_two_lines():
     assert cross.height == 1 and 1e9 < cross["params"][0] < 1e10 and "B" in cross["text"][0]
 
 
-def test_templates_are_data_free():
-    for template in charts.TEMPLATES.values():
-        assert "datasets" not in template().to_dict()
+@pytest.mark.parametrize("templates", [charts.TEMPLATES, charts_serving.TEMPLATES], ids=["training", "serving"])
+def test_app_specs_are_valid_and_data_free(templates):
+    """The app skips schema validation for speed; the specs it gets must equal the validated ones."""
+    specs = charts.template_specs(templates)
+    assert specs.keys() == templates.keys()
+    for name, template in templates.items():
+        assert specs[name] == template().to_dict()  # to_dict() validates against the Vega-Lite schema
+        assert "datasets" not in specs[name]

@@ -199,6 +199,12 @@ def size_sweep(sweep_frame: pl.DataFrame, current_params: float) -> alt.HConcatC
 TEMPLATES = {"cost": cost_template, "frontier": frontier_template, "memory": memory_template, "size": size_template}
 
 
+def template_specs(templates: dict) -> dict[str, dict]:
+    """Each template as its Vega-Lite dict, for the app's chart grid. Not schema-validated here: that costs ~0.15 s
+    of every kernel start (20 visitors at once share 2 cores); tests validate every template instead."""
+    return {name: template().to_dict(validate=False) for name, template in templates.items()}
+
+
 # ---- backtest (validation notebook) -------------------------------------------------------------
 def backtest(frame: pl.DataFrame) -> alt.LayerChart:
     """Log-log scatter of predicted vs reported chip-hours, the y = x line and a +-25% band, by family."""

@@ -39,7 +39,7 @@ class Dashboard:
         self.status = w.HTML()
         self.card = w.HTML()
         self.table = w.HTML()
-        self.charts = ChartGrid({name: template().to_dict() for name, template in charts.TEMPLATES.items()},
+        self.charts = ChartGrid(charts.template_specs(charts.TEMPLATES),
                                 layout=w.Layout(width="100%"))
         self.frame: pl.DataFrame | None = None
         self.scenario = None

@@ -45,7 +45,7 @@ class ServeView:
                                   style=STYLE, layout=WIDE),
         }
         self.status, self.card, self.table = w.HTML(), w.HTML(), w.HTML()
-        self.charts = ChartGrid({name: template().to_dict() for name, template in cs.TEMPLATES.items()},
+        self.charts = ChartGrid(charts.template_specs(cs.TEMPLATES),
                                 layout=w.Layout(width="100%"))
         self.frame: pl.DataFrame | None = None
         self.scenario: serving.ServeScenario | None = None
