@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8866
 
-.PHONY: app test lab bench notebooks clean
+.PHONY: app test lab bench bench-load notebooks clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ lab: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/browser.py
+
+bench-load: $(STAMP)
+	$(BIN)/python benchmarks/load.py $(LOAD_ARGS)
 
 notebooks: $(STAMP)
 	$(BIN)/python scripts/refresh_notebooks.py
