@@ -63,6 +63,24 @@ def test_controls_charts_and_card_render_without_errors(page):
     assert not page.errors
 
 
+CELLS = """Array.from(document.querySelectorAll('[data-chart]')).filter(d => d.offsetParent).map(d => {
+  const cell = d.getBoundingClientRect(), svg = d.querySelector('svg').getBoundingClientRect();
+  return {left: Math.round(cell.left), top: Math.round(cell.top), cell: cell.width, chart: svg.width}; })"""
+
+
+@pytest.mark.parametrize("width, columns", [(1280, 1), (1920, 2)])
+def test_charts_wrap_instead_of_being_clipped(page, width, columns):
+    page.set_viewport_size({"width": width, "height": 1800})
+    try:
+        page.wait_for_timeout(300)
+        cells = page.evaluate(CELLS)
+        assert len(cells) == 4
+        assert all(c["chart"] <= c["cell"] + 1 for c in cells), cells  # never wider than its cell
+        assert len({c["left"] for c in cells}) == columns, cells
+    finally:
+        page.set_viewport_size({"width": 1500, "height": 1800})
+
+
 def test_model_size_slider_changes_charts_and_recommendation(page):
     before = (_headline(page), _chart_svgs(page))
     _move(page, "Model size", 40)

@@ -83,7 +83,8 @@ def cost_by_option(frame: pl.DataFrame) -> alt.LayerChart:
 @functools.cache
 def frontier_template() -> alt.LayerChart:
     lines = alt.Chart(alt.NamedData("points")).mark_line(point=True).encode(
-        x=alt.X("train_days:Q", title="Days to train (log scale)", scale=alt.Scale(type="log")),
+        x=alt.X("train_days:Q", title="Days to train (log scale)", scale=alt.Scale(type="log"),
+                axis=alt.Axis(values=[1, 3, 10, 30, 100, 300, 1000, 3000, 10000])),  # 1-3-10: no crowded labels
         y=alt.Y("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD), scale=alt.Scale(zero=False)),
         color=alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=380)),
         tooltip=[alt.Tooltip("option:N", title="Option"), alt.Tooltip("chips:Q", format=","),
@@ -147,20 +148,23 @@ def memory(long_frame: pl.DataFrame) -> alt.LayerChart:
 # ---- 4. cost and time vs model size -------------------------------------------------------------
 @functools.cache
 def size_template() -> alt.HConcatChart:
-    x = alt.X("params:Q", title="Parameters (log scale)", scale=alt.Scale(type="log"), axis=alt.Axis(format=".2s"))
+    decades = [10.0 ** k for k in range(6, 15)]  # ticks at powers of ten only: the panels are narrow
+    x = alt.X("params:Q", title="Parameters (log scale)", scale=alt.Scale(type="log"),
+              axis=alt.Axis(format="~s", values=decades, labelExpr="replace(datum.label, 'G', 'B')"))  # 1G params = 1B
     color = alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=380))
     tooltip = [alt.Tooltip("option:N", title="Option"), alt.Tooltip("params:Q", title="Parameters", format=".3s"),
                alt.Tooltip("chips:Q", format=","), alt.Tooltip("train_days:Q", title="Days", format=".1f"),
                alt.Tooltip("cost_usd:Q", title="Cost", format=MONEY)]
-    base = alt.Chart(alt.NamedData("points")).properties(width=WIDTH // 2 - 30, height=220)
+    base = alt.Chart(alt.NamedData("points")).properties(width=WIDTH // 2, height=220)
     now = alt.Chart(alt.NamedData("now")).mark_rule(strokeDash=[4, 3], color="#666").encode(x="params:Q")
     cross = alt.Chart(alt.NamedData("crossings")).mark_rule(color="#9467bd").encode(
         x="params:Q", tooltip=[alt.Tooltip("text:N", title="Crossover")])
     cost_panel = base.mark_line(point=True).encode(
-        x=x, y=alt.Y("cost_usd:Q", title="Total cost (USD)", scale=alt.Scale(type="log"), axis=alt.Axis(format=USD)),
-        color=color, tooltip=tooltip)
+        x=x, y=alt.Y("cost_usd:Q", title="Total cost (USD)", scale=alt.Scale(type="log"),
+                     axis=alt.Axis(format=USD, tickCount=5)), color=color, tooltip=tooltip)
     chips_panel = base.mark_line(point=True).encode(
-        x=x, y=alt.Y("chips:Q", title="Chips needed for the target days", scale=alt.Scale(type="log")),
+        x=x, y=alt.Y("chips:Q", title="Chips needed for the target days", scale=alt.Scale(type="log"),
+                     axis=alt.Axis(format="~s", tickCount=5)),
         color=color, tooltip=tooltip)
     return alt.hconcat(alt.layer(cost_panel, now, cross, _message_layer()), alt.layer(chips_panel, now, cross)).properties(
         title=alt.TitleParams("Cost and chips vs model size", subtitle=[

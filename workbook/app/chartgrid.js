@@ -5,9 +5,20 @@
 async function render({ model, el }) {
   const views = {};
   let queue = Promise.resolve();
+  const GAP = 16;
   el.style.display = "grid";
-  el.style.gridTemplateColumns = `repeat(${model.get("columns")}, minmax(0, 1fr))`;
-  el.style.gap = "16px";
+  el.style.gap = `${GAP}px`;
+
+  // At most `columns` charts per row, and fewer when the widest chart would not fit its cell: a chart
+  // is never clipped, the grid wraps instead (CSS: auto-fit with a minimum of the widest chart).
+  function layout() {
+    const widths = Object.values(views).map((view) => Number(view.container()?.querySelector("svg")?.getAttribute("width")) || 0);
+    const widest = Math.max(0, ...widths);  // the SVG's own width: known even while the tab is hidden
+    const columns = model.get("columns");
+    const share = `calc((100% - ${(columns - 1) * GAP}px) / ${columns})`;
+    el.style.gridTemplateColumns = `repeat(auto-fit, minmax(min(100%, max(${Math.ceil(widest)}px, ${share})), 1fr))`;
+  }
+  layout();
 
   function cell(name) {
     let div = el.querySelector(`[data-chart="${name}"]`);
@@ -32,6 +43,7 @@ async function render({ model, el }) {
         cell(name).innerHTML = '<div style="color:#b00020">This chart could not be drawn: ' + error.message + "</div>";
       }
     }
+    layout();
   }
 
   async function swapAll() {
@@ -42,11 +54,13 @@ async function render({ model, el }) {
       for (const [data, rows] of Object.entries(datasets[name])) view.data(data, rows);
       await view.runAsync();
     }));
+    layout();  // new data can change a chart's width (longer labels)
   }
 
   const enqueue = (task) => { queue = queue.then(task); };
   model.on("change:specs", () => enqueue(embedAll));
   model.on("change:datasets", () => enqueue(swapAll));
+  model.on("change:columns", layout);
   enqueue(embedAll);
   await queue;
   return () => Object.values(views).forEach((view) => view.finalize());
