@@ -68,6 +68,18 @@ CELLS = """Array.from(document.querySelectorAll('[data-chart]')).filter(d => d.o
   return {left: Math.round(cell.left), top: Math.round(cell.top), cell: cell.width, chart: svg.width}; })"""
 
 
+CLIPPED = """Array.from(document.querySelectorAll('[data-chart] svg')).filter(s => s.parentElement.offsetParent).map(s => {
+  const box = s.getBBox(), width = Number(s.getAttribute('width')), height = Number(s.getAttribute('height'));
+  return {chart: s.closest('[data-chart]').dataset.chart, box: [box.x, box.y, box.x + box.width, box.y + box.height], width, height};
+}).filter(c => c.box[0] < -1 || c.box[1] < -1 || c.box[2] > c.width + 1 || c.box[3] > c.height + 1)"""
+
+
+def _clipped(page):
+    """Visible charts whose drawing (titles, legends, labels) reaches outside their own SVG."""
+    page.wait_for_timeout(300)
+    return page.evaluate(CLIPPED)
+
+
 @pytest.mark.parametrize("width, columns", [(1280, 1), (1920, 2)])
 def test_charts_wrap_instead_of_being_clipped(page, width, columns):
     page.set_viewport_size({"width": width, "height": 1800})
@@ -77,6 +89,7 @@ def test_charts_wrap_instead_of_being_clipped(page, width, columns):
         assert len(cells) == 4
         assert all(c["chart"] <= c["cell"] + 1 for c in cells), cells  # never wider than its cell
         assert len({c["left"] for c in cells}) == columns, cells
+        assert not _clipped(page)
     finally:
         page.set_viewport_size({"width": 1500, "height": 1800})
 
@@ -112,6 +125,7 @@ def test_serve_tab_renders_and_responds(page):
             break
         time.sleep(0.2)
     assert card.inner_text() != before_card and "Traceback" not in page.inner_text("body")
+    assert not _clipped(page)  # charts first drawn with no data must grow to fit their new legends and titles
 
 
 def test_no_request_leaves_the_machine(page):

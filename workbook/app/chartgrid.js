@@ -52,7 +52,7 @@ async function render({ model, el }) {
       const view = views[name];
       if (!view) return;
       for (const [data, rows] of Object.entries(datasets[name])) view.data(data, rows);
-      await view.runAsync();
+      await view.resize().runAsync();  // resize: re-fit the padding to new legends, labels and titles
     }));
     layout();  // new data can change a chart's width (longer labels)
   }
