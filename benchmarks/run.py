@@ -1,11 +1,14 @@
 """Performance figures (reported, never asserted): `make bench`.
 
 Times the model layer: catalog load, calibration fit, and `evaluate` over every option for a
-few representative scenarios (median of repeated calls, warm caches).
+few representative scenarios (median of repeated calls, warm caches); then the app's kernel side:
+building the dashboard (what each new visitor's kernel does) and one update after a slider move
+on the Train and Serve tabs (no browser: benchmarks/browser.py times the page).
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import subprocess
 import sys
@@ -39,10 +42,24 @@ def main() -> None:
         ms, frame = timed(lambda: options.evaluate(scenario, cat, cal))
         rec_ms, _ = timed(lambda: recommend.recommend(frame))
         print(f"evaluate {label:30s} {ms:6.1f} ms for {frame.height} options; recommend {rec_ms:5.1f} ms")
+    app()
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "workbook", "train", "--params", "70e9", "--accelerator", "h100-sxm",
                     "--json"], check=True, capture_output=True)
     print(f"CLI train (cold process) {1000 * (time.perf_counter() - start):7.0f} ms")
+
+
+def app() -> None:
+    from workbook.app.dashboard import Dashboard
+
+    build_ms, board = timed(Dashboard, 5)
+    sizes = itertools.cycle([30.0, 70.0, 140.0, 405.0])
+    train_ms, _ = timed(lambda: setattr(board.controls["params_b"], "value", next(sizes)))
+    board.tabs.selected_index = 1  # builds the Serve view
+    rates = itertools.cycle([1.0, 10.0, 100.0])
+    serve_ms, _ = timed(lambda: setattr(board.serve.controls["rps"], "value", next(rates)))
+    print(f"app: Dashboard() {build_ms:6.0f} ms; Train update after a slider move {train_ms:5.1f} ms; "
+          f"Serve update {serve_ms:5.1f} ms")
 
 
 if __name__ == "__main__":
