@@ -7,8 +7,10 @@ import ipywidgets as w
 STYLE = {"description_width": "150px"}
 
 
-def log_slider(description: str, value: float, low: float, high: float, fmt: str = ".3g", **kw) -> w.FloatLogSlider:
-    """A log-scale slider that reports its value when released (no flood of updates while dragging)."""
+def log_slider(description: str, value: float, low: float, high: float, fmt: str = ".3r", **kw) -> w.FloatLogSlider:
+    """A log-scale slider that reports its value when released (no flood of updates while dragging).
+    Its readout is plain decimal with 3 significant digits, 1400 rather than 1.40e+3 (no thousands separator:
+    the readout is editable and is read back with parseFloat)."""
     return w.FloatLogSlider(value=value, base=10, min=math.log10(low), max=math.log10(high), step=0.02,
                             description=description, continuous_update=False, readout_format=fmt, style=STYLE,
                             layout=w.Layout(width="420px"), **kw)
