@@ -80,7 +80,7 @@ def _clipped(page):
     return page.evaluate(CLIPPED)
 
 
-@pytest.mark.parametrize("width, columns", [(1280, 1), (1920, 2)])
+@pytest.mark.parametrize("width, columns", [(1280, 1), (1600, 2)])
 def test_charts_wrap_instead_of_being_clipped(page, width, columns):
     page.set_viewport_size({"width": width, "height": 1800})
     try:

@@ -20,7 +20,7 @@ def best_per_accelerator(frame: pl.DataFrame) -> pl.DataFrame:
 
 @functools.cache
 def price_template() -> alt.LayerChart:
-    y = alt.Y("option:N", sort=alt.EncodingSortField("rank", op="min"), title=None, axis=alt.Axis(labelLimit=220))
+    y = alt.Y("option:N", sort=alt.EncodingSortField("rank", op="min"), title=None, axis=alt.Axis(labelLimit=200))
     base = alt.Chart(alt.NamedData("options"))
     bars = base.mark_bar(opacity=0.85).encode(
         x=alt.X("usd_per_million_tokens:Q", title="USD per million output tokens", axis=alt.Axis(format="$.2f")), y=y,
