@@ -3,7 +3,8 @@
 It does what the page's JavaScript does: fetch the page (Voila runs the notebook for it), open the kernel's
 websocket, ask for every widget's state over the ``jupyter.widget.control`` comm (the message the browser's
 widget manager sends, and must see answered within 4 s before it falls back to one request per widget),
-then move the model-size slider and wait for the chart widget's new datasets. Times each step.
+ask the chart widget for its JavaScript bundle (as its loader does), then move the model-size slider and
+wait for the chart widget's new datasets. Times each step.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import struct
 import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from jupyter_server.services.kernels.connection.base import deserialize_msg_from_ws_v1, serialize_msg_to_ws_v1
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import websocket_connect
 
@@ -29,27 +30,28 @@ class Visit:
     """Seconds from the visitor's arrival to each step (None: not reached) and what went wrong."""
 
     page_s: float | None = None
-    states_s: float | None = None  # all widget states received: the page can render
+    states_s: float | None = None  # all widget states and the chart bundle received: the page can render
     state_reply_s: float | None = None  # request_states -> reply (the browser gives up after 4 s)
     charts_ok: bool = False  # the chart widget arrived with data for every chart
     response_ms: float | None = None  # slider value sent -> new chart data received
     error: str = ""
 
 
-def _message(msg_type: str, content: dict, session: str, metadata: dict | None = None) -> str:
+PROTOCOL = "v1.kernel.websocket.jupyter.org"  # the kernel websocket protocol JupyterLab and Voila pages speak
+
+
+def _send(ws, msg_type: str, content: dict, session: str, metadata: dict | None = None) -> None:
     header = {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "session": session, "username": "load",
               "version": "5.3", "date": datetime.now(timezone.utc).isoformat()}
-    return json.dumps({"header": header, "parent_header": {}, "metadata": metadata or {}, "content": content,
-                       "channel": "shell", "buffers": []})
+    parts = [json.dumps(part).encode() for part in (header, {}, metadata or {}, content)]
+    ws.write_message(serialize_msg_to_ws_v1(parts, "shell"), binary=True)
 
 
-def _decode(frame: str | bytes) -> dict:
-    """A server frame in the legacy websocket format: JSON text, or binary with buffers after the JSON."""
-    if isinstance(frame, str):
-        return json.loads(frame)
-    count = struct.unpack("!I", frame[:4])[0]
-    offsets = struct.unpack(f"!{count}I", frame[4:4 + 4 * count])
-    return json.loads(frame[offsets[0]:offsets[1] if count > 1 else None])
+def _decode(frame: bytes) -> dict:
+    """A server frame in the v1 protocol: channel, header, parent header, metadata, content, then buffers."""
+    _, parts = deserialize_msg_from_ws_v1(frame)
+    header, _, _, content = (json.loads(part) for part in parts[:4])
+    return {"header": header, "content": content}
 
 
 class Gate:
@@ -76,7 +78,7 @@ async def visit(url: str, gate: Gate, timeout_s: float = 600) -> Visit:
         session = uuid.uuid4().hex
         ws_url = url.replace("http", "ws", 1).rstrip("/") + f"/api/kernels/{kernel}/channels?session_id={session}"
         ws = await websocket_connect(HTTPRequest(ws_url, headers={"Cookie": cookies}, request_timeout=timeout_s),
-                                     max_message_size=256 * 1024 * 1024)
+                                     max_message_size=256 * 1024 * 1024, subprotocols=[PROTOCOL])
         await _drive(ws, session, start, result, timeout_s)
     except Exception as error:  # a benchmark reports failures, it does not stop at the first
         result.error = f"{type(error).__name__}: {error}"
@@ -104,22 +106,25 @@ async def _drive(ws, session: str, start: float, result: Visit, timeout_s: float
     deadline = start + timeout_s
     control = uuid.uuid4().hex
     sent = time.perf_counter()
-    ws.write_message(_message("comm_open", {"comm_id": control, "target_name": "jupyter.widget.control", "data": {}},
-                              session, {"version": "1.0.0"}))
-    ws.write_message(_message("comm_msg", {"comm_id": control, "data": {"method": "request_states"}}, session))
+    _send(ws, "comm_open", {"comm_id": control, "target_name": "jupyter.widget.control", "data": {}}, session,
+          {"version": "1.0.0"})
+    _send(ws, "comm_msg", {"comm_id": control, "data": {"method": "request_states"}}, session)
     reply = await _receive(ws, deadline, lambda m: m["header"]["msg_type"] == "comm_msg"
                            and m["content"]["comm_id"] == control)
     result.state_reply_s = time.perf_counter() - sent
-    result.states_s = time.perf_counter() - start
     states = reply["content"]["data"]["states"]
     charts = next(k for k, s in states.items() if s["state"].get("_anywidget_id") == CHARTS)
+    _send(ws, "comm_msg", {"comm_id": charts, "data": {"method": "custom", "content": {"request": "bundle"}}}, session)
+    await _receive(ws, deadline, lambda m: m["header"]["msg_type"] == "comm_msg" and m["content"]["comm_id"] == charts
+                   and "bundle" in m["content"]["data"].get("content", {}))
+    result.states_s = time.perf_counter() - start
     slider = next(k for k, s in states.items() if s["state"].get("description") == SLIDER)
     datasets = states[charts]["state"]["datasets"]
     result.charts_ok = bool(datasets) and all(datasets.values())
     value = states[slider]["state"]["value"] * 1.5
     sent = time.perf_counter()
-    ws.write_message(_message("comm_msg", {"comm_id": slider, "data": {"method": "update", "state": {"value": value},
-                                                                      "buffer_paths": []}}, session))
+    _send(ws, "comm_msg", {"comm_id": slider, "data": {"method": "update", "state": {"value": value}, "buffer_paths": []}},
+          session)
     await _receive(ws, deadline, lambda m: m["header"]["msg_type"] == "comm_msg"
                    and m["content"]["comm_id"] == charts and "datasets" in m["content"]["data"].get("state", {}))
     result.response_ms = 1000 * (time.perf_counter() - sent)

@@ -39,7 +39,11 @@ def voila(notebook: str = "notebooks/app.ipynb", *extra: str):
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # a server still shutting its kernels down is stopped hard
+            proc.kill()
+            proc.wait()
 
 
 def chromium_available() -> bool:

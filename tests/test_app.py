@@ -119,3 +119,20 @@ def test_serve_view_wiring(dash):
     dash.serve.controls["tpot_ms"].value = 2
     assert "Traceback" not in dash.serve.card.value + dash.serve.status.value
     assert dash.serve.charts.datasets["combined"]["combos"]
+
+
+def test_chart_bundle_is_sent_on_request_not_in_the_widget_state(dash):
+    """The page's first request for all widget states must stay small (ipywidgets gives it 4 s under load)."""
+    import json
+
+    from workbook.app import chartgrid
+
+    grid = dash.charts
+    state = grid.get_state()
+    assert "_bundle" not in state and len(json.dumps(state)) < 200_000
+    sent = []
+    grid.send = sent.append
+    grid._on_message(grid, {"request": "something else"}, [])
+    assert sent == []
+    grid._on_message(grid, {"request": "bundle"}, [])
+    assert sent[0] == {"bundle": grid._bundle_key, "javascript": chartgrid.bundle()[1]}

@@ -1,15 +1,27 @@
 // The ChartGrid widget's module as anywidget loads it. anywidget gives a widget's module 2 s to load
 // and fails the widget after that; importing the 0.9 MB Vega bundle misses that deadline on a busy
-// server's visitors (the page then stays blank). So this module is tiny and render(), which has no
-// deadline, imports the bundle (sent in the `_bundle` trait) once per page and bundle version.
+// server's visitors (the page then stays blank). So this module is tiny, and render(), which has no
+// deadline, asks the kernel for the bundle (a custom message, answered with the code as a string) and
+// imports it, once per page and bundle version. The bundle is not part of the widget's state, so the
+// page's first request for every widget's state stays small: ipywidgets gives that request 4 s.
 const modules = (globalThis.__workbookChartModules ??= new Map());
+
+function fetchBundle(model, key) {
+  return new Promise((resolve, reject) => {
+    const onMessage = (content) => {
+      if (content?.bundle !== key) return;
+      model.off("msg:custom", onMessage);
+      const url = URL.createObjectURL(new Blob([content.javascript], { type: "text/javascript" }));
+      import(url).then(resolve, reject).finally(() => URL.revokeObjectURL(url));
+    };
+    model.on("msg:custom", onMessage);
+    model.send({ request: "bundle" });
+  });
+}
 
 function load(model) {
   const key = model.get("_bundle_key");
-  if (!modules.has(key)) {
-    const url = URL.createObjectURL(new Blob([model.get("_bundle")], { type: "text/javascript" }));
-    modules.set(key, import(url).finally(() => URL.revokeObjectURL(url)));
-  }
+  if (!modules.has(key)) modules.set(key, fetchBundle(model, key));
   return modules.get(key);
 }
 
