@@ -19,6 +19,7 @@ COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "kv_cache
 COMPONENT_COLORS = alt.Scale(domain=COMPONENT_ORDER,
                              range=["#1f4e79", "#4c78a8", "#9ecae9", "#72b7b2", "#b279a2", "#bab0ac"])
 WIDTH = 260  # plot width; with axis labels two charts side by side fit a 1600 px window
+LABEL_LIMIT = 200  # px of an option name on a bar chart axis (the full name is in the tooltip)
 USD = "$.3s"
 MONEY = "$,.0f"
 
@@ -50,7 +51,7 @@ def _message_layer(height: int = 60) -> alt.Chart:
 @functools.cache
 def cost_template() -> alt.LayerChart:
     y = alt.Y("option:N", sort=alt.EncodingSortField("rank", op="min", order="ascending"), title=None,
-              axis=alt.Axis(labelLimit=200))
+              axis=alt.Axis(labelLimit=LABEL_LIMIT))
     base = alt.Chart(alt.NamedData("options"))
     bars = base.mark_bar(opacity=0.85).encode(
         x=alt.X("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD, labelOverlap=True)), y=y,
@@ -114,7 +115,7 @@ def frontier(sweep_frame: pl.DataFrame, deadline_days: float | None) -> alt.Laye
 @functools.cache
 def memory_template() -> alt.LayerChart:
     y = alt.Y("label:N", sort=alt.EncodingSortField("rank", op="min", order="ascending"), title=None,
-              axis=alt.Axis(labelLimit=200))
+              axis=alt.Axis(labelLimit=LABEL_LIMIT))
     bars = alt.Chart(alt.NamedData("parts")).mark_bar().encode(
         x=alt.X("gb:Q", title="GB per chip", stack="zero"), y=y,
         color=alt.Color("component:N", scale=COMPONENT_COLORS, sort=COMPONENT_ORDER, title="Component",

@@ -8,7 +8,7 @@ import altair as alt
 import polars as pl
 
 from workbook import charts
-from workbook.charts import KIND_COLORS, KIND_LEGEND, MONEY, USD, WIDTH, _message, _message_layer, _rows
+from workbook.charts import KIND_COLORS, KIND_LEGEND, LABEL_LIMIT, MONEY, USD, WIDTH, _message, _message_layer, _rows
 
 PER_M = "$.3f"
 
@@ -20,7 +20,7 @@ def best_per_accelerator(frame: pl.DataFrame) -> pl.DataFrame:
 
 @functools.cache
 def price_template() -> alt.LayerChart:
-    y = alt.Y("option:N", sort=alt.EncodingSortField("rank", op="min"), title=None, axis=alt.Axis(labelLimit=200))
+    y = alt.Y("option:N", sort=alt.EncodingSortField("rank", op="min"), title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     base = alt.Chart(alt.NamedData("options"))
     bars = base.mark_bar(opacity=0.85).encode(
         x=alt.X("usd_per_million_tokens:Q", title="USD per million output tokens", axis=alt.Axis(format="$.2f")), y=y,
