@@ -19,6 +19,7 @@ COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "kv_cache
 COMPONENT_COLORS = alt.Scale(domain=COMPONENT_ORDER,
                              range=["#1f4e79", "#4c78a8", "#9ecae9", "#72b7b2", "#b279a2", "#bab0ac"])
 WIDTH = 260  # plot width; with axis labels two charts side by side fit a 1600 px window
+LOG_TICKS = [1, 3, 10, 30, 100, 300, 1000, 3000, 10000]  # 1-3-10 ticks on narrow log axes: no crowded labels
 LABEL_LIMIT = 200  # px of an option name on a bar chart axis (the full name is in the tooltip)
 USD = "$.3s"
 MONEY = "$,.0f"
@@ -85,7 +86,7 @@ def cost_by_option(frame: pl.DataFrame) -> alt.LayerChart:
 def frontier_template() -> alt.LayerChart:
     lines = alt.Chart(alt.NamedData("points")).mark_line(point=True).encode(
         x=alt.X("train_days:Q", title="Days to train (log scale)", scale=alt.Scale(type="log"),
-                axis=alt.Axis(values=[1, 3, 10, 30, 100, 300, 1000, 3000, 10000])),  # 1-3-10: no crowded labels
+                axis=alt.Axis(values=LOG_TICKS)),
         y=alt.Y("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD), scale=alt.Scale(zero=False)),
         color=alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=380)),
         tooltip=[alt.Tooltip("option:N", title="Option"), alt.Tooltip("chips:Q", format=","),

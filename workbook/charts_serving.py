@@ -8,7 +8,7 @@ import altair as alt
 import polars as pl
 
 from workbook import charts
-from workbook.charts import KIND_COLORS, KIND_LEGEND, LABEL_LIMIT, MONEY, USD, WIDTH, _message, _message_layer, _rows
+from workbook.charts import KIND_COLORS, KIND_LEGEND, LABEL_LIMIT, LOG_TICKS, MONEY, USD, WIDTH, _message, _message_layer, _rows
 
 PER_M = "$.3f"
 
@@ -46,7 +46,8 @@ def price_datasets(frame: pl.DataFrame, top: int = 12) -> dict[str, list[dict]]:
 @functools.cache
 def tradeoff_template() -> alt.LayerChart:
     line = alt.Chart(alt.NamedData("curve")).mark_line(point=True).encode(
-        x=alt.X("tpot_ms:Q", title="Time per output token (ms, log)", scale=alt.Scale(type="log")),
+        x=alt.X("tpot_ms:Q", title="Time per output token (ms, log)", scale=alt.Scale(type="log"),
+                axis=alt.Axis(values=LOG_TICKS)),
         y=alt.Y("tokens_per_s_per_chip:Q", title="Output tokens/s per chip"),
         color=alt.Color("option:N", title="Accelerator", legend=alt.Legend(orient="bottom", columns=1)),
         tooltip=[alt.Tooltip("option:N", title="Accelerator"), alt.Tooltip("batch:Q", title="Batch"),
