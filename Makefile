@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8866
 
-.PHONY: app test lab bench bench-load notebooks clean
+.PHONY: app test test-fast lint lab bench bench-load notebooks clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,16 @@ app: $(STAMP)
 	@echo "Accelerator Workbook: open http://127.0.0.1:$(PORT)/ in your browser (Ctrl-C stops it)"
 	JUPYTER_PATH=$(CURDIR)/share/jupyter $(BIN)/voila notebooks/app.ipynb --no-browser --port=$(PORT) --Voila.ip=127.0.0.1
 
-test: $(STAMP)
-	$(BIN)/python -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
+test: $(STAMP) lint
+	$(BIN)/python -m pytest
+
+# The model, data, training, serving, charts, app and CLI layers: no browser, no Voila server, no notebooks.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests -m "not browser and not e2e and not notebook"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

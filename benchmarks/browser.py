@@ -67,8 +67,10 @@ def main() -> None:
         rss = kernel_rss_mb()
         browser.close()
     print(f"page load -> first chart: cold {cold:.2f} s, warm median {statistics.median(warm):.2f} s")
-    print(f"slider move -> all 4 charts re-rendered: median {statistics.median(moves):.0f} ms, "
-          f"p90 {sorted(moves)[int(0.9 * len(moves))]:.0f} ms over {len(moves)} moves")
+    print(
+        f"slider move -> all 4 charts re-rendered: median {statistics.median(moves):.0f} ms, "
+        f"p90 {sorted(moves)[int(0.9 * len(moves))]:.0f} ms over {len(moves)} moves"
+    )
     print(f"kernel RSS: {', '.join(f'{r:.0f} MB' for r in rss)}")
 
 

@@ -76,8 +76,10 @@ async def visitors(url: str, sessions: int, browsers: int, stagger: float) -> tu
 
     async with async_playwright() as p:
         # One Chromium per browser visitor: a browser allows 6 connections per host, which a few pages exhaust.
-        chromiums = [await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-                     for _ in range(browsers)]
+        chromiums = [
+            await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            for _ in range(browsers)
+        ]
         gate = Gate(sessions)
         runs = [after(i * stagger, browser_visit(chromiums[i], url, gate)) for i in range(browsers)]
         runs += [after(i * stagger, visit(url, gate)) for i in range(browsers, sessions)]
@@ -100,13 +102,18 @@ def report(kind: str, visits: list[Visit]) -> None:
     if not visits:
         return
     ok = [v for v in visits if v.charts_ok and v.response_ms is not None]
-    print(f"{kind}: {len(ok)}/{len(visits)} rendered and answered a slider move; "
-          f"charts ready {spread([v.states_s for v in ok], 's')}; slider -> new charts {spread([v.response_ms for v in ok], 'ms', 0)}")
+    print(
+        f"{kind}: {len(ok)}/{len(visits)} rendered and answered a slider move; "
+        f"charts ready {spread([v.states_s for v in ok], 's')}; slider -> new charts "
+        f"{spread([v.response_ms for v in ok], 'ms', 0)}"
+    )
     replies = [v.state_reply_s for v in visits if v.state_reply_s is not None]
     if replies:
         late = sum(r > 4 for r in replies)
-        print(f"  widget states answered {spread(replies, 's', 2)} ({late} beyond the browser's 4 s deadline); "
-              f"page served {spread([v.page_s for v in visits if v.page_s is not None], 's')}")
+        print(
+            f"  widget states answered {spread(replies, 's', 2)} ({late} beyond the browser's 4 s deadline); "
+            f"page served {spread([v.page_s for v in visits if v.page_s is not None], 's')}"
+        )
     for v in visits:
         if v.error:
             print(f"  failed: {v.error}")
@@ -115,7 +122,9 @@ def report(kind: str, visits: list[Visit]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=20, help="concurrent visitors (default 20)")
-    parser.add_argument("--browsers", type=int, default=2, help="how many of them are headless Chromium pages (default 2)")
+    parser.add_argument(
+        "--browsers", type=int, default=2, help="how many of them are headless Chromium pages (default 2)"
+    )
     parser.add_argument("--stagger", type=float, default=0.0, help="seconds between arrivals (default 0: all at once)")
     args, voila_args = parser.parse_known_args()
     if not 0 <= args.browsers <= args.sessions or args.sessions < 1 or args.stagger < 0:
@@ -129,13 +138,17 @@ def main() -> None:
         time.sleep(90)  # idle timeout 60 s + cull interval
         released = memory_mb()
     arrival = "at once" if args.stagger == 0 else f"one every {args.stagger:g} s"
-    print(f"{args.sessions} concurrent sessions arriving {arrival} ({args.browsers} in headless Chromium), "
-          f"all done after {wall:.1f} s")
+    print(
+        f"{args.sessions} concurrent sessions arriving {arrival} ({args.browsers} in headless Chromium), "
+        f"all done after {wall:.1f} s"
+    )
     report("protocol visitors", protocol_visits)
     report("Chromium visitors", browser_visits)
-    print(f"memory (server + kernels): baseline {baseline[1]:.0f} MB ({baseline[0]} kernel); with every session open "
-          f"{loaded[1]:.0f} MB ({loaded[0]} kernels, {(loaded[1] - baseline[1]) / args.sessions:.0f} MB per session); "
-          f"after closing and culling {released[1]:.0f} MB ({released[0]} kernels)")
+    print(
+        f"memory (server + kernels): baseline {baseline[1]:.0f} MB ({baseline[0]} kernel); with every session open "
+        f"{loaded[1]:.0f} MB ({loaded[0]} kernels, {(loaded[1] - baseline[1]) / args.sessions:.0f} MB per session); "
+        f"after closing and culling {released[1]:.0f} MB ({released[0]} kernels)"
+    )
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ import subprocess
 import sys
 import time
 
-from workbook import calibration, catalog, options, recommend
-from workbook.scenario import ModelSpec, Scenario
+from workbook import catalog
+from workbook.training import calibration, options, recommend
+from workbook.training.scenario import ModelSpec, Scenario
 
 REPEATS = 30
 
@@ -39,27 +40,32 @@ def main() -> None:
         "70B, 2T tokens, 30 days": Scenario(model=ModelSpec.from_params(70e9), tokens=2e12, days=30),
         "405B, 15T tokens, 8,192 chips": Scenario(model=ModelSpec.from_params(405e9), tokens=15e12, chips=8192),
     }.items():
-        ms, frame = timed(lambda: options.evaluate(scenario, cat, cal))
-        rec_ms, _ = timed(lambda: recommend.recommend(frame))
+        ms, frame = timed(lambda s=scenario: options.evaluate(s, cat, cal))
+        rec_ms, _ = timed(lambda f=frame: recommend.recommend(f))
         print(f"evaluate {label:30s} {ms:6.1f} ms for {frame.height} options; recommend {rec_ms:5.1f} ms")
     app()
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "workbook", "train", "--params", "70e9", "--accelerator", "h100-sxm",
-                    "--json"], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "workbook", "train", "--params", "70e9", "--accelerator", "h100-sxm", "--json"],
+        check=True,
+        capture_output=True,
+    )
     print(f"CLI train (cold process) {1000 * (time.perf_counter() - start):7.0f} ms")
 
 
 def app() -> None:
-    from workbook.app.dashboard import Dashboard
+    from workbook.app.shell import Dashboard
 
     build_ms, board = timed(Dashboard, 5)
     sizes = itertools.cycle([30.0, 70.0, 140.0, 405.0])
-    train_ms, _ = timed(lambda: setattr(board.controls["params_b"], "value", next(sizes)))
+    train_ms, _ = timed(lambda: setattr(board.train.controls["params_b"], "value", next(sizes)))
     board.tabs.selected_index = 1  # builds the Serve view
     rates = itertools.cycle([1.0, 10.0, 100.0])
     serve_ms, _ = timed(lambda: setattr(board.serve.controls["rps"], "value", next(rates)))
-    print(f"app: Dashboard() {build_ms:6.0f} ms; Train update after a slider move {train_ms:5.1f} ms; "
-          f"Serve update {serve_ms:5.1f} ms")
+    print(
+        f"app: Dashboard() {build_ms:6.0f} ms; Train update after a slider move {train_ms:5.1f} ms; "
+        f"Serve update {serve_ms:5.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,14 @@ PROTOCOL = "v1.kernel.websocket.jupyter.org"  # the kernel websocket protocol Ju
 
 
 def _send(ws, msg_type: str, content: dict, session: str, metadata: dict | None = None) -> None:
-    header = {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "session": session, "username": "load",
-              "version": "5.3", "date": datetime.now(timezone.utc).isoformat()}
+    header = {
+        "msg_id": uuid.uuid4().hex,
+        "msg_type": msg_type,
+        "session": session,
+        "username": "load",
+        "version": "5.3",
+        "date": datetime.now(timezone.utc).isoformat(),
+    }
     parts = [json.dumps(part).encode() for part in (header, {}, metadata or {}, content)]
     ws.write_message(serialize_msg_to_ws_v1(parts, "shell"), binary=True)
 
@@ -77,8 +83,11 @@ async def visit(url: str, gate: Gate, timeout_s: float = 600) -> Visit:
         cookies = "; ".join(c.split(";")[0] for c in response.headers.get_list("Set-Cookie"))
         session = uuid.uuid4().hex
         ws_url = url.replace("http", "ws", 1).rstrip("/") + f"/api/kernels/{kernel}/channels?session_id={session}"
-        ws = await websocket_connect(HTTPRequest(ws_url, headers={"Cookie": cookies}, request_timeout=timeout_s),
-                                     max_message_size=256 * 1024 * 1024, subprotocols=[PROTOCOL])
+        ws = await websocket_connect(
+            HTTPRequest(ws_url, headers={"Cookie": cookies}, request_timeout=timeout_s),
+            max_message_size=256 * 1024 * 1024,
+            subprotocols=[PROTOCOL],
+        )
         await _drive(ws, session, start, result, timeout_s)
     except Exception as error:  # a benchmark reports failures, it does not stop at the first
         result.error = f"{type(error).__name__}: {error}"
@@ -106,25 +115,49 @@ async def _drive(ws, session: str, start: float, result: Visit, timeout_s: float
     deadline = start + timeout_s
     control = uuid.uuid4().hex
     sent = time.perf_counter()
-    _send(ws, "comm_open", {"comm_id": control, "target_name": "jupyter.widget.control", "data": {}}, session,
-          {"version": "1.0.0"})
+    _send(
+        ws,
+        "comm_open",
+        {"comm_id": control, "target_name": "jupyter.widget.control", "data": {}},
+        session,
+        {"version": "1.0.0"},
+    )
     _send(ws, "comm_msg", {"comm_id": control, "data": {"method": "request_states"}}, session)
-    reply = await _receive(ws, deadline, lambda m: m["header"]["msg_type"] == "comm_msg"
-                           and m["content"]["comm_id"] == control)
+    reply = await _receive(
+        ws, deadline, lambda m: m["header"]["msg_type"] == "comm_msg" and m["content"]["comm_id"] == control
+    )
     result.state_reply_s = time.perf_counter() - sent
     states = reply["content"]["data"]["states"]
     charts = next(k for k, s in states.items() if s["state"].get("_anywidget_id") == CHARTS)
     _send(ws, "comm_msg", {"comm_id": charts, "data": {"method": "custom", "content": {"request": "bundle"}}}, session)
-    await _receive(ws, deadline, lambda m: m["header"]["msg_type"] == "comm_msg" and m["content"]["comm_id"] == charts
-                   and "bundle" in m["content"]["data"].get("content", {}))
+    await _receive(
+        ws,
+        deadline,
+        lambda m: (
+            m["header"]["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == charts
+            and "bundle" in m["content"]["data"].get("content", {})
+        ),
+    )
     result.states_s = time.perf_counter() - start
     slider = next(k for k, s in states.items() if s["state"].get("description") == SLIDER)
     datasets = states[charts]["state"]["datasets"]
     result.charts_ok = bool(datasets) and all(datasets.values())
     value = states[slider]["state"]["value"] * 1.5
     sent = time.perf_counter()
-    _send(ws, "comm_msg", {"comm_id": slider, "data": {"method": "update", "state": {"value": value}, "buffer_paths": []}},
-          session)
-    await _receive(ws, deadline, lambda m: m["header"]["msg_type"] == "comm_msg"
-                   and m["content"]["comm_id"] == charts and "datasets" in m["content"]["data"].get("state", {}))
+    _send(
+        ws,
+        "comm_msg",
+        {"comm_id": slider, "data": {"method": "update", "state": {"value": value}, "buffer_paths": []}},
+        session,
+    )
+    await _receive(
+        ws,
+        deadline,
+        lambda m: (
+            m["header"]["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == charts
+            and "datasets" in m["content"]["data"].get("state", {})
+        ),
+    )
     result.response_ms = 1000 * (time.perf_counter() - sent)

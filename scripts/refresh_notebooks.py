@@ -18,8 +18,10 @@ def main() -> None:
         path = root / name
         if not path.exists():
             continue
-        subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace",
-                        str(path)], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace", str(path)],
+            check=True,
+        )
         notebook = nbformat.read(path, as_version=4)
         notebook.metadata.pop("widgets", None)  # megabytes of widget state nbval does not need
         nbformat.write(notebook, path)

@@ -11,8 +11,16 @@ import time
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -27,9 +35,13 @@ def voila(notebook: str = "notebooks/app.ipynb", *extra: str):
     """Serve ``notebook`` with the shipped voila.json on a free port; yield its base URL; stop the server afterwards."""
     port = free_port()
     voila_bin = Path(sys.executable).parent / "voila"
-    proc = subprocess.Popen([str(voila_bin), notebook, "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", *extra],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "JUPYTER_PATH": str(ROOT / "share" / "jupyter")})
+    proc = subprocess.Popen(
+        [str(voila_bin), notebook, "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", *extra],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "JUPYTER_PATH": str(ROOT / "share" / "jupyter")},
+    )
     try:
         deadline = time.time() + 60
         while time.time() < deadline:

@@ -14,16 +14,42 @@ import sys
 import polars as pl
 
 from workbook import catalog as catalog_mod
-from workbook import options, pricebuild, report, serving
+from workbook import report, serving
+from workbook.catalog import pricebuild
+from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
-from workbook.scenario import Assumptions, Constraints, ModelSpec, Scenario
-from workbook.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
+from workbook.training import options
+from workbook.training.scenario import COMPUTE_OPTIMAL_TOKENS_PER_PARAM, Assumptions, Constraints, ModelSpec, Scenario
 
-TRAIN_KEYS = ["accelerator", "cloud", "pricing_model", "feasible", "infeasible_reason", "chips", "mfu", "train_days",
-              "train_days_low", "train_days_high", "chip_hours", "usd_per_chip_hour", "cost_usd", "cost_usd_low",
-              "cost_usd_high", "compute_cost_usd", "migration_weeks", "migration_cost_usd", "memory_per_chip_gb",
-              "hbm_gb", "fits_in_memory", "min_chips_to_fit", "energy_kwh", "co2e_kg", "run_framework",
-              "framework_switch", "price_as_of"]
+TRAIN_KEYS = [
+    "accelerator",
+    "cloud",
+    "pricing_model",
+    "feasible",
+    "infeasible_reason",
+    "chips",
+    "mfu",
+    "train_days",
+    "train_days_low",
+    "train_days_high",
+    "chip_hours",
+    "usd_per_chip_hour",
+    "cost_usd",
+    "cost_usd_low",
+    "cost_usd_high",
+    "compute_cost_usd",
+    "migration_weeks",
+    "migration_cost_usd",
+    "memory_per_chip_gb",
+    "hbm_gb",
+    "fits_in_memory",
+    "min_chips_to_fit",
+    "energy_kwh",
+    "co2e_kg",
+    "run_framework",
+    "framework_switch",
+    "price_as_of",
+]
 
 
 class UsageError(Exception):
@@ -48,6 +74,7 @@ def _positive(flag: str, integer: bool = False):
                 raise argparse.ArgumentTypeError(f"{flag} must be a whole number, got {text!r}")
             return int(value)
         return value
+
     return parse
 
 
@@ -70,7 +97,11 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool) -> None:
 
 
 def _serve_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kv-precision", choices=serving.WEIGHT_PRECISIONS[:3], help="KV-cache precision (default: as --precision, bf16 for int4)")
+    p.add_argument(
+        "--kv-precision",
+        choices=serving.WEIGHT_PRECISIONS[:3],
+        help="KV-cache precision (default: as --precision, bf16 for int4)",
+    )
     p.add_argument("--prompt-tokens", type=_positive("--prompt-tokens", integer=True), default=1000)
     p.add_argument("--output-tokens", type=_positive("--output-tokens", integer=True), default=300)
     traffic = p.add_mutually_exclusive_group()
@@ -81,7 +112,9 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m workbook", description="Which accelerator to train on, how many, how long, what cost.")
+    parser = _Parser(
+        prog="python -m workbook", description="Which accelerator to train on, how many, how long, what cost."
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _scenario_flags(sub.add_parser("train", help="one accelerator: chips, days, cost, memory"), single=True)
     serve = sub.add_parser("serve", help="one accelerator: replicas, chips, latency, USD per million tokens")
@@ -107,7 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     build = data_sub.add_parser("build-prices", help="rebuild data/prices.csv from source rows or a SkyPilot catalog")
     build.add_argument("source_dir")
     build.add_argument("--out", default=str(catalog_mod.DATA_DIR / "prices.csv"))
-    build.add_argument("--as-of", type=dt.date.fromisoformat, help="as-of date for SkyPilot vms.csv rows (default today)")
+    build.add_argument(
+        "--as-of", type=dt.date.fromisoformat, help="as-of date for SkyPilot vms.csv rows (default today)"
+    )
     return parser
 
 
@@ -118,21 +153,28 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
     try:
         model = ModelSpec.from_params(args.params, args.active_params, seq_len=args.seq_len)
         return Scenario(
-            model=model, tokens=args.tokens or 20 * args.params, framework=args.framework, precision=args.precision,
-            chips=args.chips, days=args.days, pricing=(args.pricing,) if args.pricing else PRICING_MODELS,
+            model=model,
+            tokens=args.tokens or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * args.params,
+            framework=args.framework,
+            precision=args.precision,
+            chips=args.chips,
+            days=args.days,
+            pricing=(args.pricing,) if args.pricing else PRICING_MODELS,
             accelerators=(args.accelerator,) if getattr(args, "accelerator", None) else (),
             constraints=Constraints(clouds=(args.cloud,) if args.cloud else ()),
             assumptions=Assumptions(mfu_override=args.mfu),
         )
     except InputError as err:
-        raise InputError(f"--{err.field.replace('_', '-')}", str(err).split(": ", 1)[1]) from None
+        raise InputError(f"--{err.field.replace('_', '-')}", err.message) from None
 
 
 def _check_ids(args, cat: catalog_mod.Catalog) -> None:
     if getattr(args, "accelerator", None) and args.accelerator not in cat.accelerator_ids:
         close = [a for a in cat.accelerator_ids if args.accelerator.lower().replace("_", "-") in a]
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise InputError("--accelerator", f"unknown id {args.accelerator!r}{hint}; accepted: {', '.join(cat.accelerator_ids)}")
+        raise InputError(
+            "--accelerator", f"unknown id {args.accelerator!r}{hint}; accepted: {', '.join(cat.accelerator_ids)}"
+        )
     clouds = sorted(cat.prices["cloud"].unique())
     if args.cloud and args.cloud not in clouds:
         raise InputError("--cloud", f"unknown cloud {args.cloud!r}; accepted: {', '.join(clouds)}")
@@ -145,29 +187,64 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
     kv = args.kv_precision or ("bf16" if args.precision == "int4" else args.precision)
     try:
         return serving.ServeScenario(
-            model=ModelSpec.from_params(args.params, args.active_params), weight_precision=args.precision,
-            kv_precision=kv, prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens,
-            requests_per_s=args.rps, tokens_per_day=args.tokens_per_day, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms,
+            model=ModelSpec.from_params(args.params, args.active_params),
+            weight_precision=args.precision,
+            kv_precision=kv,
+            prompt_tokens=args.prompt_tokens,
+            output_tokens=args.output_tokens,
+            requests_per_s=args.rps,
+            tokens_per_day=args.tokens_per_day,
+            ttft_ms=args.ttft_ms,
+            tpot_ms=args.tpot_ms,
             pricing=(args.pricing,) if args.pricing else PRICING_MODELS,
             accelerators=(args.accelerator,) if getattr(args, "accelerator", None) else (),
-            clouds=(args.cloud,) if args.cloud else ())
+            clouds=(args.cloud,) if args.cloud else (),
+        )
     except InputError as err:
-        raise InputError(f"--{err.field.replace('_', '-')}", str(err).split(": ", 1)[1]) from None
+        raise InputError(f"--{err.field.replace('_', '-')}", err.message) from None
 
 
-SERVE_KEYS = ["accelerator", "cloud", "pricing_model", "feasible", "infeasible_reason", "chips_per_replica", "replicas",
-              "chips", "batch", "tokens_per_s_per_chip", "ttft_ms", "tpot_ms", "usd_per_million_tokens",
-              "usd_per_million_tokens_low", "usd_per_million_tokens_high", "usd_per_million_tokens_at_full_load",
-              "usd_per_hour", "memory_per_chip_gb", "fits_in_memory", "kwh_per_million_tokens", "decode_bound"]
+SERVE_KEYS = [
+    "accelerator",
+    "cloud",
+    "pricing_model",
+    "feasible",
+    "infeasible_reason",
+    "chips_per_replica",
+    "replicas",
+    "chips",
+    "batch",
+    "tokens_per_s_per_chip",
+    "ttft_ms",
+    "tpot_ms",
+    "usd_per_million_tokens",
+    "usd_per_million_tokens_low",
+    "usd_per_million_tokens_high",
+    "usd_per_million_tokens_at_full_load",
+    "usd_per_hour",
+    "memory_per_chip_gb",
+    "fits_in_memory",
+    "kwh_per_million_tokens",
+    "decode_bound",
+]
 
 
 def _serve_output(frame: pl.DataFrame, single: bool, as_json: bool) -> str:
-    records = [{k: row[k] for k in SERVE_KEYS} for row in frame.rename({"accelerator_id": "accelerator"}).iter_rows(named=True)]
+    records = [
+        {k: row[k] for k in SERVE_KEYS} for row in frame.rename({"accelerator_id": "accelerator"}).iter_rows(named=True)
+    ]
     if as_json:
         return json.dumps(records[0] if single else records, indent=1)
-    view = frame.select("accelerator_id", "cloud", "pricing_model", "chips", pl.col("ttft_ms").round(0),
-                        pl.col("tpot_ms").round(1), pl.col("usd_per_million_tokens").round(3),
-                        pl.col("infeasible_reason").fill_null("ok"))
+    view = frame.select(
+        "accelerator_id",
+        "cloud",
+        "pricing_model",
+        "chips",
+        pl.col("ttft_ms").round(0),
+        pl.col("tpot_ms").round(1),
+        pl.col("usd_per_million_tokens").round(3),
+        pl.col("infeasible_reason").fill_null("ok"),
+    )
     with pl.Config(tbl_rows=-1, tbl_width_chars=200, fmt_str_lengths=70, tbl_hide_dataframe_shape=True):
         return str(view.head(1) if single else view)
 
@@ -179,9 +256,15 @@ def _records(frame: pl.DataFrame) -> list[dict]:
 
 def _table(frame: pl.DataFrame) -> str:
     view = frame.select(
-        "accelerator_id", "cloud", "pricing_model", "chips",
-        pl.col("train_days").round(1), (pl.col("cost_usd") / 1e6).round(2).alias("cost_musd"),
-        pl.col("memory_per_chip_gb").round(1), pl.col("infeasible_reason").fill_null("ok"))
+        "accelerator_id",
+        "cloud",
+        "pricing_model",
+        "chips",
+        pl.col("train_days").round(1),
+        (pl.col("cost_usd") / 1e6).round(2).alias("cost_musd"),
+        pl.col("memory_per_chip_gb").round(1),
+        pl.col("infeasible_reason").fill_null("ok"),
+    )
     with pl.Config(tbl_rows=-1, tbl_width_chars=200, fmt_str_lengths=70, tbl_hide_dataframe_shape=True):
         return str(view)
 

@@ -12,58 +12,77 @@ import html
 import polars as pl
 import vl_convert as vlc
 
-from workbook import calibration as calibration_mod
 from workbook import catalog as catalog_mod
-from workbook import charts, options
-from workbook.recommend import Recommendation, days, recommend, usd
-from workbook.scenario import Scenario
+from workbook.charts import training as charts
+from workbook.training import calibration as calibration_mod
+from workbook.training import options
+from workbook.training.recommend import Recommendation, days, recommend, usd
+from workbook.training.scenario import Scenario
 
-FRONTIER_DAYS = [3, 7, 14, 30, 60, 120, 240, 365]
-SIZE_PARAMS = [10 ** (8 + i * 0.5) for i in range(10)]
 STYLE = """body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:24px auto;color:#222}
 h1{margin-bottom:0}.q{color:#555;margin-top:4px}.card{border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;
 background:#f6f8fa}table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;text-align:left;
-border-bottom:1px solid #eee}.charts{display:grid;grid-template-columns:1fr 1fr;gap:12px}.muted{color:#666;font-size:12px}"""
+border-bottom:1px solid #eee}.charts{display:grid;grid-template-columns:1fr 1fr;gap:12px}
+.muted{color:#666;font-size:12px}"""
 
 
 def chart_specs(scenario: Scenario, catalog: catalog_mod.Catalog) -> tuple[pl.DataFrame, dict]:
-    """The main options frame and the four app charts for ``scenario`` (same sweeps as the app)."""
-    full = options.evaluate_full(scenario, catalog, jobs_frame=options.job_frame(scenario, days=FRONTIER_DAYS, params=SIZE_PARAMS))
-    main = full.filter(pl.col("sweep") == "main")
-    best = charts.best_per_accelerator(main)
-    leaders = best.group_by("kind", maintain_order=True).first().filter(pl.col("kind").is_in(["gpu", "tpu"]))
-    built = {
-        "cost": charts.cost_by_option(main),
-        "frontier": charts.frontier(options.picked(full.filter(pl.col("sweep") == "days"), best.head(5)),
-                                    scenario.constraints.deadline_days),
-        "memory": charts.memory(options.memory_breakdown(best.head(8))),
-        "size": charts.size_sweep(options.picked(full.filter(pl.col("sweep") == "params"), leaders), scenario.model.params),
-    }
-    return main, built
+    """The main options frame and the Train tab's charts for ``scenario`` (the app's selection)."""
+    everything = options.evaluate_full(scenario, catalog, jobs_frame=options.job_frame(scenario, **charts.SWEEPS))
+    built = charts.tab_charts(everything, scenario.constraints.deadline_days, scenario.model.params)
+    return everything.filter(pl.col("sweep") == "main"), built
 
 
 def _scenario_rows(s: Scenario) -> list[tuple[str, str]]:
     m = s.model
-    rows = [("Model", f"{m.params / 1e9:,.1f}B parameters" + (f" ({m.active_params / 1e9:,.1f}B active)" if m.active_params < m.params else "")),
-            ("Training tokens", f"{s.tokens / 1e9:,.0f}B"), ("Framework", s.framework), ("Precision", s.precision),
-            ("Target", f"{s.days:g} days" if s.days else f"{s.chips} chips"), ("Pricing", ", ".join(s.pricing))]
+    rows = [
+        (
+            "Model",
+            f"{m.params / 1e9:,.1f}B parameters"
+            + (f" ({m.active_params / 1e9:,.1f}B active)" if m.active_params < m.params else ""),
+        ),
+        ("Training tokens", f"{s.tokens / 1e9:,.0f}B"),
+        ("Framework", s.framework),
+        ("Precision", s.precision),
+        ("Target", f"{s.days:g} days" if s.days else f"{s.chips} chips"),
+        ("Pricing", ", ".join(s.pricing)),
+    ]
     c = s.constraints
-    rows += [(label, value) for label, value in (
-        ("Budget cap", usd(c.budget_usd) if c.budget_usd else None), ("Clouds", ", ".join(c.clouds) or None),
-        ("Must run on 2+ clouds", "yes" if c.multi_cloud else None), ("Stay on our framework", "yes" if c.framework_lock_in else None))
-        if value]
+    rows += [
+        (label, value)
+        for label, value in (
+            ("Budget cap", usd(c.budget_usd) if c.budget_usd else None),
+            ("Clouds", ", ".join(c.clouds) or None),
+            ("Must run on 2+ clouds", "yes" if c.multi_cloud else None),
+            ("Stay on our framework", "yes" if c.framework_lock_in else None),
+        )
+        if value
+    ]
     return rows
 
 
 def _table(frame: pl.DataFrame, limit: int = 25) -> str:
-    head = "".join(f"<th>{h}</th>" for h in ("Accelerator", "Cloud", "Pricing", "Chips", "Time", "Cost", "Range", "Status"))
+    head = "".join(
+        f"<th>{h}</th>" for h in ("Accelerator", "Cloud", "Pricing", "Chips", "Time", "Cost", "Range", "Status")
+    )
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
-            r["name"], r["cloud"] or "-", r["pricing_model"], f"{r['chips']:,}", days(r["train_days"]),
-            usd(r["cost_usd"]) if r["cost_usd"] is not None else "-",
-            f"{usd(r['cost_usd_low'])}-{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
-            "ok" if r["feasible"] else r["infeasible_reason"])) + "</tr>"
-        for r in frame.head(limit).to_dicts())
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(c))}</td>"
+            for c in (
+                r["name"],
+                r["cloud"] or "-",
+                r["pricing_model"],
+                f"{r['chips']:,}",
+                days(r["train_days"]),
+                usd(r["cost_usd"]) if r["cost_usd"] is not None else "-",
+                f"{usd(r['cost_usd_low'])}-{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
+                "ok" if r["feasible"] else r["infeasible_reason"],
+            )
+        )
+        + "</tr>"
+        for r in frame.head(limit).to_dicts()
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
@@ -82,15 +101,20 @@ def render(scenario: Scenario, catalog: catalog_mod.Catalog | None = None) -> st
     rec: Recommendation = recommend(main, scenario.framework)
     svgs = "".join(f"<div>{vlc.vegalite_to_svg(chart.to_dict())}</div>" for chart in built.values())
     reasons = "".join(f"<li>{html.escape(r)}</li>" for r in rec.reasons)
-    scenario_table = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _scenario_rows(scenario))
+    scenario_table = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _scenario_rows(scenario)
+    )
+    runs = html.escape(", ".join(sorted(set(cat.reference_runs["run_id"].head(6)))))
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Accelerator Workbook report</title>
 <style>{STYLE}</style></head><body>
-<h1>Accelerator Workbook</h1><p class="q">Which accelerator should we train this model on, how many chips, how long, what will it cost, and why?</p>
+<h1>Accelerator Workbook</h1><p class="q">Which accelerator should we train this model on, how many chips, how long,
+what will it cost, and why?</p>
 <h2>Scenario</h2><table>{scenario_table}</table>
 <h2>Recommendation</h2><div class="card"><b>{html.escape(rec.headline)}</b><ul>{reasons}</ul></div>
 <h2>Charts</h2><div class="charts">{svgs}</div>
 <h2>Options</h2>{_table(main)}
 <h2>Assumptions</h2>{_assumptions(scenario, cal)}
-<p class="muted">Prices as of {cat.prices_as_of:%Y-%m-%d} (newest row; catalog rows are about 2025-05); accelerator specs as of
-{cat.accelerators['as_of'].max():%Y-%m-%d}. MFU calibrated on published runs: {html.escape(', '.join(sorted(set(cat.reference_runs['run_id'].head(6)))))} and others
+<p class="muted">Prices as of {cat.prices_as_of:%Y-%m-%d} (newest row; catalog rows are about 2025-05);
+accelerator specs as of
+{cat.accelerators["as_of"].max():%Y-%m-%d}. MFU calibrated on published runs: {runs} and others
 (data/reference_runs.csv). Report generated {dt.date.today():%Y-%m-%d}.</p></body></html>"""

@@ -7,3 +7,7 @@ import sys
 # Marking it absent makes jsonschema skip that one format check (it handles the ImportError itself).
 if "rfc3987_syntax" not in sys.modules:
     sys.modules["rfc3987_syntax"] = None
+
+from workbook.app.shell import Dashboard  # noqa: E402  (after the import guard above)
+
+__all__ = ["Dashboard"]

@@ -11,6 +11,16 @@ def log_slider(description: str, value: float, low: float, high: float, fmt: str
     """A log-scale slider that reports its value when released (no flood of updates while dragging).
     Its readout is plain decimal with 3 significant digits, 1400 rather than 1.40e+3 (no thousands separator:
     the readout is editable and is read back with parseFloat)."""
-    return w.FloatLogSlider(value=value, base=10, min=math.log10(low), max=math.log10(high), step=0.02,
-                            description=description, continuous_update=False, readout_format=fmt, style=STYLE,
-                            layout=w.Layout(width="420px"), **kw)
+    return w.FloatLogSlider(
+        value=value,
+        base=10,
+        min=math.log10(low),
+        max=math.log10(high),
+        step=0.02,
+        description=description,
+        continuous_update=False,
+        readout_format=fmt,
+        style=STYLE,
+        layout=w.Layout(width="420px"),
+        **kw,
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from urllib.parse import parse_qs, urlencode
 
-from workbook.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
+from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 
 NUMBERS = {  # name -> (control, low, high)
     "params_b": ("params_b", 0.1, 2000.0),
@@ -54,8 +54,15 @@ def parse(query: str | None, clouds: list[str]) -> tuple[dict, list[str]]:
 
 def build(values: dict, mode: str) -> str:
     """The query string (without '?') that reopens these control values."""
-    query = {"params_b": f"{values['params_b']:.4g}", "framework": values["framework"], "days": values["days"],
-             "precision": values["precision"], "pricing": values["pricing"], "cloud": values["cloud"], "mode": mode}
+    query = {
+        "params_b": f"{values['params_b']:.4g}",
+        "framework": values["framework"],
+        "days": values["days"],
+        "precision": values["precision"],
+        "pricing": values["pricing"],
+        "cloud": values["cloud"],
+        "mode": mode,
+    }
     if values.get("moe"):
         query["active_params_b"] = f"{values['active_params_b']:.4g}"
     if not values.get("compute_optimal", True):

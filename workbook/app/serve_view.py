@@ -7,17 +7,17 @@ from typing import Callable
 import ipywidgets as w
 import polars as pl
 
-from workbook import charts, serving
-from workbook import charts_serving as cs
+from workbook import serving
 from workbook.app import views
 from workbook.app.chartgrid import ChartGrid
 from workbook.app.controls import STYLE, log_slider
 from workbook.catalog import Catalog
+from workbook.charts import serving as cs
+from workbook.charts.common import template_specs
 from workbook.errors import InputError
-from workbook.scenario import ModelSpec
+from workbook.model.spec import ModelSpec
 
 WIDE = w.Layout(width="420px")
-CURVE_OPTIONS = 3
 
 
 class ServeView:
@@ -29,24 +29,44 @@ class ServeView:
         clouds = ["any"] + sorted(catalog.usable_prices()["cloud"].unique())
         self.controls = {
             "params_b": log_slider("Model size (B params)", 70, 0.1, 2000),
-            "precision": w.ToggleButtons(options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS], value="fp8",
-                                         description="Weights", style={**STYLE, "button_width": "55px"}),
-            "kv_precision": w.ToggleButtons(options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS[:3]], value="fp8",
-                                            description="KV cache", style={**STYLE, "button_width": "55px"}),
-            "prompt_tokens": w.BoundedIntText(value=1000, min=1, max=2_000_000, description="Prompt tokens", style=STYLE),
+            "precision": w.ToggleButtons(
+                options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS],
+                value="fp8",
+                description="Weights",
+                style={**STYLE, "button_width": "55px"},
+            ),
+            "kv_precision": w.ToggleButtons(
+                options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS[:3]],
+                value="fp8",
+                description="KV cache",
+                style={**STYLE, "button_width": "55px"},
+            ),
+            "prompt_tokens": w.BoundedIntText(
+                value=1000, min=1, max=2_000_000, description="Prompt tokens", style=STYLE
+            ),
             "output_tokens": w.BoundedIntText(value=300, min=1, max=200_000, description="Output tokens", style=STYLE),
             "rps": log_slider("Requests per second", 10, 0.01, 10_000),
             "ttft_ms": log_slider("First-token target (ms)", 2000, 10, 60_000, ".0f"),
             "tpot_ms": log_slider("Per-token target (ms)", 50, 2, 1000, ".0f"),
-            "pricing": w.Dropdown(options=["on-demand", "spot", "commit-1y", "commit-3y", "capacity-block", "reserved-contract"],
-                                  value="on-demand", description="Pricing", style=STYLE),
+            "pricing": w.Dropdown(
+                options=["on-demand", "spot", "commit-1y", "commit-3y", "capacity-block", "reserved-contract"],
+                value="on-demand",
+                description="Pricing",
+                style=STYLE,
+            ),
             "cloud": w.Dropdown(options=clouds, value="any", description="Cloud", style=STYLE),
-            "months": w.IntSlider(value=12, min=1, max=36, description="Serve for (months)", continuous_update=False,
-                                  style=STYLE, layout=WIDE),
+            "months": w.IntSlider(
+                value=12,
+                min=1,
+                max=36,
+                description="Serve for (months)",
+                continuous_update=False,
+                style=STYLE,
+                layout=WIDE,
+            ),
         }
         self.status, self.card, self.table = w.HTML(), w.HTML(), w.HTML()
-        self.charts = ChartGrid(charts.template_specs(cs.TEMPLATES),
-                                layout=w.Layout(width="100%"))
+        self.charts = ChartGrid(template_specs(cs.TEMPLATES), layout=w.Layout(width="100%"))
         self.frame: pl.DataFrame | None = None
         self.scenario: serving.ServeScenario | None = None
         for control in self.controls.values():
@@ -55,24 +75,49 @@ class ServeView:
 
     def _layout(self) -> w.Widget:
         c = self.controls
-        left = w.VBox([w.HTML("<b>Model</b>"), c["params_b"], c["precision"], c["kv_precision"],
-                       w.HTML("<b>Traffic and targets</b>"), c["prompt_tokens"], c["output_tokens"], c["rps"],
-                       c["ttft_ms"], c["tpot_ms"], w.HTML("<b>Where</b>"), c["pricing"], c["cloud"],
-                       w.HTML("<b>Train, then serve</b>"), c["months"]], layout=w.Layout(width="460px", min_width="440px"))
-        right = w.VBox([self.status, self.card, self.charts, w.HTML("<h3>All serving options</h3>"), self.table],
-                       layout=w.Layout(flex="1 1 auto"))
+        left = w.VBox(
+            [
+                w.HTML("<b>Model</b>"),
+                c["params_b"],
+                c["precision"],
+                c["kv_precision"],
+                w.HTML("<b>Traffic and targets</b>"),
+                c["prompt_tokens"],
+                c["output_tokens"],
+                c["rps"],
+                c["ttft_ms"],
+                c["tpot_ms"],
+                w.HTML("<b>Where</b>"),
+                c["pricing"],
+                c["cloud"],
+                w.HTML("<b>Train, then serve</b>"),
+                c["months"],
+            ],
+            layout=w.Layout(width="460px", min_width="440px"),
+        )
+        right = w.VBox(
+            [self.status, self.card, self.charts, w.HTML("<h3>All serving options</h3>"), self.table],
+            layout=w.Layout(flex="1 1 auto"),
+        )
         return w.HBox([left, right])
 
     def scenario_from_controls(self) -> serving.ServeScenario:
         v = {k: c.value for k, c in self.controls.items()}
         try:
             return serving.ServeScenario(
-                model=ModelSpec.from_params(v["params_b"] * 1e9), weight_precision=v["precision"],
-                kv_precision=v["kv_precision"], prompt_tokens=v["prompt_tokens"], output_tokens=v["output_tokens"],
-                requests_per_s=v["rps"], ttft_ms=v["ttft_ms"], tpot_ms=v["tpot_ms"], pricing=(v["pricing"],),
-                clouds=() if v["cloud"] == "any" else (v["cloud"],))
+                model=ModelSpec.from_params(v["params_b"] * 1e9),
+                weight_precision=v["precision"],
+                kv_precision=v["kv_precision"],
+                prompt_tokens=v["prompt_tokens"],
+                output_tokens=v["output_tokens"],
+                requests_per_s=v["rps"],
+                ttft_ms=v["ttft_ms"],
+                tpot_ms=v["tpot_ms"],
+                pricing=(v["pricing"],),
+                clouds=() if v["cloud"] == "any" else (v["cloud"],),
+            )
         except InputError as err:
-            raise InputError(err.field.replace("_", " ").capitalize(), str(err).split(": ", 1)[1]) from None
+            raise InputError(err.field.replace("_", " ").capitalize(), err.message) from None
 
     def update(self) -> None:
         try:
@@ -84,29 +129,23 @@ class ServeView:
         try:
             self._recompute(scenario)
         except Exception as err:  # never a traceback in the page
-            self.status.value = views.message(f"This serving scenario could not be computed ({type(err).__name__}: {err}).")
+            self.status.value = views.message(
+                f"This serving scenario could not be computed ({type(err).__name__}: {err})."
+            )
 
     def _recompute(self, scenario: serving.ServeScenario) -> None:
         self.scenario = scenario
         frame = serving.evaluate_serving(scenario, self.catalog)
         self.frame = frame
-        best = cs.best_per_accelerator(frame)
-        self.card.value = views.serving_card(best, frame, scenario)
+        self.card.value = views.serving_card(cs.best_options(frame), frame, scenario)
         self.table.value = views.serving_table(frame)
-        curve = serving.batch_curve(scenario, best.head(CURVE_OPTIONS), self.catalog)
-        self.charts.datasets = {
-            "price": cs.price_datasets(frame),
-            "tradeoff": cs.tradeoff_datasets(curve, scenario.tpot_ms),
-            "memory": charts.memory_datasets(cs.memory_long(frame)),
-            "combined": self._combined(),
-        }
+        self.charts.datasets = cs.tab_datasets(frame, scenario, self.catalog, self._combos())
 
-    def _combined(self) -> dict:
+    def _combos(self) -> pl.DataFrame | None:
         train = self.train_frame()
-        combos = None if train is None else serving.train_then_serve(train, self.frame, self.controls["months"].value)
-        return cs.combined_datasets(combos)
+        return None if train is None else serving.train_then_serve(train, self.frame, self.controls["months"].value)
 
     def refresh_combined(self) -> None:
         """The training view changed: only the train-then-serve chart depends on it."""
         if self.frame is not None:
-            self.charts.datasets = {**self.charts.datasets, "combined": self._combined()}
+            self.charts.datasets = {**self.charts.datasets, "combined": cs.combined_datasets(self._combos())}

@@ -6,21 +6,34 @@ Units in the app are those a manager reads: billions of parameters and tokens, d
 from __future__ import annotations
 
 from workbook.errors import InputError
-from workbook.scenario import Assumptions, Constraints, ModelSpec, Scenario
+from workbook.training.scenario import COMPUTE_OPTIMAL_TOKENS_PER_PARAM, Assumptions, Constraints, ModelSpec, Scenario
 
-TOKENS_PER_PARAM = 20  # compute-optimal (Hoffmann et al. 2022, "Chinchilla")
 DEFAULTS = {
-    "params_b": 70.0, "moe": False, "active_params_b": 70.0, "compute_optimal": True, "tokens_b": 1400.0,
-    "framework": "pytorch", "days": 30, "precision": "bf16", "pricing": "on-demand", "cloud": "any",
-    "multi_cloud": False, "lock_in": False, "budget_musd": 0.0, "use_mfu_override": False, "mfu_override": 0.4,
-    "use_goodput_override": False, "goodput_override": 0.8, "include_migration_cost": True,
+    "params_b": 70.0,
+    "moe": False,
+    "active_params_b": 70.0,
+    "compute_optimal": True,
+    "tokens_b": 1400.0,
+    "framework": "pytorch",
+    "days": 30,
+    "precision": "bf16",
+    "pricing": "on-demand",
+    "cloud": "any",
+    "multi_cloud": False,
+    "lock_in": False,
+    "budget_musd": 0.0,
+    "use_mfu_override": False,
+    "mfu_override": 0.4,
+    "use_goodput_override": False,
+    "goodput_override": 0.8,
+    "include_migration_cost": True,
     "usd_per_engineer_week": 6000.0,
 }
 
 
 def tokens_b(values: dict) -> float:
     """Training tokens in billions: 20 per parameter unless the user set their own."""
-    return TOKENS_PER_PARAM * values["params_b"] if values["compute_optimal"] else values["tokens_b"]
+    return COMPUTE_OPTIMAL_TOKENS_PER_PARAM * values["params_b"] if values["compute_optimal"] else values["tokens_b"]
 
 
 def scenario_from(values: dict) -> Scenario:
@@ -36,15 +49,23 @@ def scenario_from(values: dict) -> Scenario:
         return Scenario(
             model=ModelSpec.from_params(params, active),
             tokens=tokens_b(v) * 1e9,
-            framework=v["framework"], precision=v["precision"], days=float(v["days"]), pricing=(v["pricing"],),
+            framework=v["framework"],
+            precision=v["precision"],
+            days=float(v["days"]),
+            pricing=(v["pricing"],),
             constraints=Constraints(
-                deadline_days=float(v["days"]), budget_usd=v["budget_musd"] * 1e6 or None,
-                framework_lock_in=v["lock_in"], multi_cloud=v["multi_cloud"],
-                clouds=() if v["cloud"] == "any" else (v["cloud"],)),
+                deadline_days=float(v["days"]),
+                budget_usd=v["budget_musd"] * 1e6 or None,
+                framework_lock_in=v["lock_in"],
+                multi_cloud=v["multi_cloud"],
+                clouds=() if v["cloud"] == "any" else (v["cloud"],),
+            ),
             assumptions=Assumptions(
                 mfu_override=v["mfu_override"] if v["use_mfu_override"] else None,
                 goodput_override=v["goodput_override"] if v["use_goodput_override"] else None,
-                include_migration_cost=v["include_migration_cost"], usd_per_engineer_week=v["usd_per_engineer_week"]),
+                include_migration_cost=v["include_migration_cost"],
+                usd_per_engineer_week=v["usd_per_engineer_week"],
+            ),
         )
     except InputError as err:  # name the control the way the page labels it
-        raise InputError(err.field.replace("_", " ").capitalize(), str(err).split(": ", 1)[1]) from None
+        raise InputError(err.field.replace("_", " ").capitalize(), err.message) from None

@@ -10,7 +10,8 @@
 
 import polars as pl
 
-HOURS_PER_YEAR = 8_760
+from workbook.model.units import HOURS_PER_YEAR
+
 TERM_HOURS = {"commit-1y": HOURS_PER_YEAR, "commit-3y": 3 * HOURS_PER_YEAR}
 CAPACITY_BLOCK_MAX_DAYS = 182  # AWS EC2 Capacity Blocks for ML: 1 to 182 days
 

@@ -7,7 +7,8 @@ MaxText adopted in PR #1988; Megatron and NVIDIA's DGXC recipes count it non-cau
 activations are hardware FLOPs, not model FLOPs, and are not counted here.
 """
 
-FMA_FLOPS = 2
+from workbook.model.units import FMA_FLOPS
+
 MATMUL_PASSES = 3  # forward, backward w.r.t. activations, backward w.r.t. weights
 ATTENTION_COEFF = 12  # 2 matmuls (QK^T, AV) x 2 FLOPs/FMA x 3 passes
 

@@ -15,10 +15,11 @@ Activations per layer with tensor + sequence parallelism of degree t (Korthikant
 Every layer's activations are live at the peak (FSDP, or the first stage of a 1F1B pipeline).
 """
 
+from workbook.model.units import HEAD_DIM  # heads = attention_dim / HEAD_DIM; enters only the no-recompute term
+
 WEIGHT_BYTES = 2
 GRAD_BYTES = 2
 OPTIMIZER_BYTES = 12
-HEAD_DIM = 128  # heads = attention_dim / 128 (Llama, GPT-3); enters only the no-recompute term
 ACTIVATION_BYTES_PER_ELEMENT_COEFF = {"selective": 34, "full": 2}
 FSDP_PREFETCH_LAYERS = 2  # FSDP gathers the current and the next layer's full weights
 
@@ -27,8 +28,10 @@ COMPONENTS = ("weights", "gradients", "optimizer", "activations", "overhead")
 
 def model_state_bytes(params, chips, tp, zero_stage: int) -> dict:
     """Bytes per chip of weights, gradients and optimizer states under ZeRO ``zero_stage``."""
+
     def shard(level):
         return chips if zero_stage >= level else tp
+
     return {
         "weights": WEIGHT_BYTES * params / shard(3),
         "gradients": GRAD_BYTES * params / shard(2),
@@ -54,8 +57,19 @@ def overhead_bytes(params, n_layers, tp, zero_stage: int, framework_overhead_byt
     return framework_overhead_bytes + gathered
 
 
-def per_chip_breakdown(params, chips, tp, zero_stage, seq_len, micro_batch, hidden_dim, attention_dim,
-                       n_layers, recompute, framework_overhead_bytes) -> dict:
+def per_chip_breakdown(
+    params,
+    chips,
+    tp,
+    zero_stage,
+    seq_len,
+    micro_batch,
+    hidden_dim,
+    attention_dim,
+    n_layers,
+    recompute,
+    framework_overhead_bytes,
+) -> dict:
     """All components in bytes per chip; their sum is the memory each chip needs."""
     parts = model_state_bytes(params, chips, tp, zero_stage)
     parts["activations"] = activation_bytes(seq_len, micro_batch, hidden_dim, attention_dim, n_layers, tp, recompute)
@@ -69,6 +83,7 @@ def min_chips_to_fit(params, usable_bytes, zero_stage: int, fixed_bytes):
     chips >= sharded_bytes_total / (usable - fixed). Returns a value <= 0 when the fixed part alone
     exceeds the usable memory (no chip count fits); the caller turns that into a reason.
     """
-    sharded_per_param = (WEIGHT_BYTES * (zero_stage >= 3) + GRAD_BYTES * (zero_stage >= 2)
-                         + OPTIMIZER_BYTES * (zero_stage >= 1))
+    sharded_per_param = (
+        WEIGHT_BYTES * (zero_stage >= 3) + GRAD_BYTES * (zero_stage >= 2) + OPTIMIZER_BYTES * (zero_stage >= 1)
+    )
     return sharded_per_param * params / (usable_bytes - fixed_bytes)

@@ -6,7 +6,7 @@ a 256-chip v5e/v6e pod, a 16-chip Trainium instance), then whole multiples of th
 
 import polars as pl
 
-SECONDS_PER_DAY = 86_400
+from workbook.model.units import SECONDS_PER_DAY
 
 
 def round_to_allowed(chips: pl.Expr, block: pl.Expr) -> pl.Expr:

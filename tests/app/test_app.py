@@ -1,0 +1,157 @@
+"""Widget wiring in the kernel: set a control -> scenario, frames and chart data change; bad states show a message."""
+
+import datetime
+
+import pytest
+
+from workbook.app import state
+from workbook.app.shell import Dashboard
+from workbook.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def dash():
+    return Dashboard()
+
+
+def _data(dash, name):
+    return dash.train.charts.datasets[name]
+
+
+def test_initial_page_has_recommendation_and_charts(dash):
+    assert "Train on" in dash.train.card.value
+    assert _data(dash, "cost")["options"]
+    assert dash.train.status.value == ""
+
+
+def test_model_size_changes_scenario_and_charts(dash):
+    before = (dash.train.scenario, _data(dash, "cost"), _data(dash, "size")["now"])
+    dash.train.controls["params_b"].value = 7
+    assert dash.train.scenario.model.params == pytest.approx(7e9)
+    assert dash.train.scenario.tokens == pytest.approx(140e9)  # 20 tokens per parameter
+    assert _data(dash, "cost") != before[1] and _data(dash, "size")["now"] != before[2]
+
+
+def test_days_moves_the_deadline_rule(dash):
+    dash.train.controls["days"].value = 45
+    assert _data(dash, "frontier")["deadline"][0]["deadline"] == 45
+    assert dash.train.scenario.constraints.deadline_days == 45
+
+
+def test_framework_and_cloud_filters(dash):
+    dash.train.controls["framework"].value = "tensorflow"
+    dash.train.controls["cloud"].value = "gcp"
+    assert dash.train.frame["cloud"].drop_nulls().unique().to_list() == ["gcp"]
+    assert "TensorFlow" in dash.train.card.value
+    dash.train.controls["framework"].value = "pytorch"
+    dash.train.controls["cloud"].value = "any"
+
+
+def test_multi_cloud_excludes_tpus_and_explains(dash):
+    dash.train.controls["multi_cloud"].value = True
+    assert "only one cloud" in dash.train.card.value
+    dash.train.controls["multi_cloud"].value = False
+
+
+def test_bad_and_extreme_states_show_a_message_not_a_traceback(dash):
+    dash.train.controls["budget_musd"].value = -5
+    assert "Budget cap" in dash.train.status.value
+    dash.train.controls["budget_musd"].value = 0.000001
+    assert "No accelerator meets" in dash.train.card.value
+    assert _data(dash, "cost")["message"]
+    dash.train.controls["budget_musd"].value = 0
+    dash.train.controls["params_b"].value = 2000
+    dash.train.controls["days"].value = 1
+    assert "Traceback" not in dash.train.card.value + dash.train.status.value
+    dash.train.controls["moe"].value = True
+    dash.train.controls["active_params_b"].value = 2000
+    dash.train.controls["params_b"].value = 100
+    assert "Active parameters" in dash.train.status.value
+    dash.train.controls["active_params_b"].value = 10
+    assert dash.train.status.value == "" and dash.train.scenario.model.active_params == pytest.approx(10e9)
+
+
+def test_mfu_override_changes_days(dash):
+    dash.train.controls["moe"].value = False
+    dash.train.controls["params_b"].value = 70
+    dash.train.controls["days"].value = 30
+    chips_before = dash.train.frame["chips"].to_list()
+    dash.train.controls["use_mfu_override"].value = True
+    dash.train.controls["mfu_override"].value = 0.2
+    assert dash.train.scenario.assumptions.mfu_override == 0.2
+    assert dash.train.frame["chips"].to_list() != chips_before
+    dash.train.controls["use_mfu_override"].value = False
+
+
+def test_price_override_upload(dash):
+    good = (
+        b"accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source\n"
+        b"tpu-v5p,gcp,on-demand,0.5,2026-11-01,our contract\n"
+    )
+    dash.train.controls["price_file"].value = (
+        {
+            "name": "ours.csv",
+            "content": memoryview(good),
+            "type": "text/csv",
+            "size": len(good),
+            "last_modified": datetime.datetime(2026, 11, 1),
+        },
+    )
+    assert "Using your prices" in dash.train.status.value
+    bad = (
+        b"accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source\ntpu-v5p,gcp,on-demand,-2,2026-11-01,x y\n"
+    )
+    dash.train.controls["price_file"].value = (
+        {
+            "name": "bad.csv",
+            "content": memoryview(bad),
+            "type": "text/csv",
+            "size": len(bad),
+            "last_modified": datetime.datetime(2026, 11, 1),
+        },
+    )
+    assert "bad.csv line 2, column usd_per_chip_hour" in dash.train.status.value
+
+
+def test_state_is_pure_and_validates():
+    s = state.scenario_from({"params_b": 7, "days": 10})
+    assert s.model.params == 7e9 and s.days == 10
+    with pytest.raises(InputError, match="Budget cap"):
+        state.scenario_from({"budget_musd": -1})
+
+
+def test_trust_panels_fill_on_open(dash):
+    assert dash.trust.children[0].value == ""
+    dash.trust.selected_index = 0
+    assert "published" in dash.trust.children[0].value and "median" in dash.trust.children[0].value
+    dash.trust.selected_index = 1
+    assert "v5p" in dash.trust.children[1].value and "contradicted" in dash.trust.children[1].value
+
+
+def test_serve_view_wiring(dash):
+    dash.tabs.selected_index = 1
+    assert "Serve on" in dash.serve.card.value
+    chips = dash.serve.frame["chips"].to_list()
+    dash.serve.controls["rps"].value = 500
+    assert dash.serve.scenario.requests_per_s == pytest.approx(500)
+    assert dash.serve.frame["chips"].to_list() != chips
+    dash.serve.controls["tpot_ms"].value = 2
+    assert "Traceback" not in dash.serve.card.value + dash.serve.status.value
+    assert dash.serve.charts.datasets["combined"]["combos"]
+
+
+def test_chart_bundle_is_sent_on_request_not_in_the_widget_state(dash):
+    """The page's first request for all widget states must stay small (ipywidgets gives it 4 s under load)."""
+    import json
+
+    from workbook.app import chartgrid
+
+    grid = dash.train.charts
+    state = grid.get_state()
+    assert "_bundle" not in state and len(json.dumps(state)) < 200_000
+    sent = []
+    grid.send = sent.append
+    grid._on_message(grid, {"request": "something else"}, [])
+    assert sent == []
+    grid._on_message(grid, {"request": "bundle"}, [])
+    assert sent[0] == {"bundle": grid._bundle_key, "javascript": chartgrid.bundle()[1]}

@@ -1,0 +1,87 @@
+"""Chart builders without a browser: the spec builds, round-trips, and renders to PNG offline."""
+
+import json
+
+import polars as pl
+import pytest
+import vl_convert as vlc
+
+from workbook.charts import serving as charts_serving
+from workbook.charts import training as charts
+from workbook.charts.common import template_specs
+from workbook.training import options
+from workbook.training.scenario import Constraints, ModelSpec, Scenario
+
+SCENARIO = Scenario(model=ModelSpec.from_params(70e9), tokens=1.4e12, days=30, pricing=("on-demand",))
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return options.evaluate_full(
+        SCENARIO, jobs_frame=options.job_frame(SCENARIO, days=[7, 30, 120], params=[1e9, 1e10, 1e11, 1e12])
+    )
+
+
+def _built(frame):
+    main = frame.filter(pl.col("sweep") == "main")
+    best = charts.best_options(main)
+    leaders = best.group_by("kind", maintain_order=True).first().filter(pl.col("kind").is_in(["gpu", "tpu"]))
+    return {
+        "cost": charts.cost_by_option(main),
+        "frontier": charts.frontier(options.picked(frame.filter(pl.col("sweep") == "days"), best.head(4)), 30),
+        "memory": charts.memory(options.memory_breakdown(best.head(6))),
+        "size": charts.size_sweep(options.picked(frame.filter(pl.col("sweep") == "params"), leaders), 70e9),
+    }
+
+
+@pytest.mark.parametrize("name", ["cost", "frontier", "memory", "size"])
+def test_spec_builds_round_trips_and_renders(frame, name):
+    chart = _built(frame)[name]
+    spec = chart.to_dict()
+    assert spec["datasets"] and all(isinstance(v, list) for v in spec["datasets"].values())
+    assert type(chart).from_dict(json.loads(json.dumps(spec))).to_dict() == spec
+    png = vlc.vegalite_to_png(spec, scale=1)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_cost_chart_sorted_cheapest_first(frame):
+    rows = charts.cost_datasets(frame.filter(pl.col("sweep") == "main"))["options"]
+    assert [r["rank"] for r in rows] == list(range(len(rows)))
+    assert [r["cost_usd"] for r in rows] == sorted(r["cost_usd"] for r in rows)
+
+
+def test_empty_frame_shows_message_not_blank():
+    impossible = Scenario(
+        model=ModelSpec.from_params(70e9),
+        tokens=1.4e12,
+        days=30,
+        pricing=("on-demand",),
+        constraints=Constraints(budget_usd=1),
+    )
+    data = charts.cost_datasets(options.evaluate_full(impossible))
+    assert data["options"] == [] and data["message"][0]["text"].startswith("No option")
+
+
+def test_crossing_found_between_two_lines():
+    frame = pl.DataFrame(
+        {
+            "feasible": [True] * 6,
+            "name": ["A"] * 3 + ["B"] * 3,
+            "cloud": ["x"] * 6,
+            "pricing_model": ["od"] * 6,
+            "params": [1e9, 1e10, 1e11] * 2,
+            "cost_usd": [1.0, 10.0, 100.0, 5.0, 8.0, 50.0],
+        }
+    )
+    cross = charts.crossings(frame)
+    assert cross.height == 1 and 1e9 < cross["params"][0] < 1e10 and "B" in cross["text"][0]
+
+
+@pytest.mark.parametrize("templates", [charts.TEMPLATES, charts_serving.TEMPLATES], ids=["training", "serving"])
+def test_app_specs_are_valid_and_data_free(templates):
+    """The app skips schema validation for speed; the specs it gets must equal the validated ones."""
+    specs = template_specs(templates)
+    assert specs.keys() == templates.keys()
+    for name, template in templates.items():
+        assert specs[name] == template().to_dict()  # to_dict() validates against the Vega-Lite schema
+        assert "datasets" not in specs[name]

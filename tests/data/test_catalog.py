@@ -1,0 +1,116 @@
+"""Schema checks on every shipped table and on bad user files."""
+
+import shutil
+
+import pytest
+
+from workbook import catalog
+from workbook.catalog import pricebuild
+from workbook.errors import DataError
+
+REQUIRED_IDS = {
+    "v100",
+    "a100-40gb",
+    "a100-80gb",
+    "h100-sxm",
+    "h100-pcie",
+    "h800",
+    "h200",
+    "b200",
+    "gb200",
+    "gb300",
+    "l4",
+    "l40s",
+    "a10g",
+    "mi300x",
+    "tpu-v3",
+    "tpu-v4",
+    "tpu-v5e",
+    "tpu-v5p",
+    "tpu-v6e",
+    "tpu-v7",
+    "trainium1",
+    "trainium2",
+}
+
+
+def test_shipped_tables_load_and_cover_required_chips():
+    cat = catalog.load()
+    assert REQUIRED_IDS <= set(cat.accelerator_ids)
+    assert cat.frameworks.height == 9
+    assert not cat.accelerators.filter(cat.accelerators["accelerator_id"] == "v100")["offered"].item()
+
+
+def test_seed_claims_are_not_prices():
+    prices = catalog.load().prices
+    assert "seed" not in " ".join(prices["source"].to_list()).lower()
+
+
+def test_prices_rebuild_from_shared_sources_matches_shipped(tmp_path):
+    src = catalog.DATA_DIR.parent.parent / "shared" / "data-sources" / "prices"
+    if not src.is_dir():
+        pytest.skip("../shared not present")
+    out = tmp_path / "prices.csv"
+    pricebuild.write(pricebuild.build(src), out)
+    assert out.read_text() == (catalog.DATA_DIR / "prices.csv").read_text()
+
+
+def test_tpu_slice_names_count_cores_for_v4_v5p():
+    assert pricebuild.tpu_slice_chips("tpu-v5p-8") == 4
+    assert pricebuild.tpu_slice_chips("tpu-v4-8") == 4
+    assert pricebuild.tpu_slice_chips("tpu-v6e-8") == 8
+    assert pricebuild.tpu_slice_chips("tpu-v5litepod-16") == 16
+
+
+def _override(tmp_path, body):
+    path = tmp_path / "mine.csv"
+    path.write_bytes(body if isinstance(body, bytes) else body.encode())
+    return path
+
+
+GOOD_HEADER = "accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source\n"
+
+
+def test_override_replaces_and_leaves_shipped_file_alone(tmp_path):
+    shipped = (catalog.DATA_DIR / "prices.csv").read_bytes()
+    path = _override(tmp_path, GOOD_HEADER + "h100-sxm,mycloud,on-demand,1.5,2026-11-01,negotiated contract\n")
+    cat = catalog.load(price_overrides=path)
+    assert cat.usable_prices().filter(cat.usable_prices()["cloud"] == "mycloud")["usd_per_chip_hour"].item() == 1.5
+    assert (catalog.DATA_DIR / "prices.csv").read_bytes() == shipped
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (GOOD_HEADER + "h100-sxm,mycloud,on-demand,-1,2026-11-01,x y z\n", "line 2, column usd_per_chip_hour"),
+        (GOOD_HEADER + "h100-sxm,mycloud,on-demand,abc,2026-11-01,x y z\n", "line 2, column usd_per_chip_hour"),
+        (GOOD_HEADER + "h999,mycloud,on-demand,1,2026-11-01,x y z\n", "line 2, column accelerator_id"),
+        (GOOD_HEADER + "h100-sxm,mycloud,on-demand,1,2026-13-01,x y z\n", "line 2, column as_of"),
+        ("accelerator_id,cloud\nh100-sxm,x\n", "missing column"),
+        (GOOD_HEADER, "no rows"),
+        (b"accelerator_id\n\xff\xfe\x00bad\n", "not UTF-8"),
+    ],
+)
+def test_bad_override_names_file_row_and_column(tmp_path, body, expected):
+    path = _override(tmp_path, body)
+    with pytest.raises(DataError, match=expected) as err:
+        catalog.load(price_overrides=path)
+    assert str(path) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "table, line, old, new, column",
+    [
+        ("frameworks.csv", 3, "supported", "sorta", "support"),
+        ("accelerators.csv", 2, ",1.25e+14,", ",0,", "bf16_flops_per_s"),
+    ],
+)
+def test_bad_shipped_table_is_reported(tmp_path, table, line, old, new, column):
+    data = tmp_path / "data"
+    shutil.copytree(catalog.DATA_DIR, data)
+    lines = (data / table).read_text().splitlines()
+    assert old in lines[line - 1], "the edit must change the file, or the test proves nothing"
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    (data / table).write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=rf"{table} line {line}, column {column}"):
+        catalog.load(data)

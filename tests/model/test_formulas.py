@@ -1,0 +1,98 @@
+"""Formulas against hand-worked and published numbers, plus property tests."""
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workbook.model import flops, memory
+from workbook.training import options
+from workbook.training.scenario import ModelSpec, Scenario
+
+
+@pytest.mark.parametrize("stage, expected_gb", [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_paper_7_5b_on_64_gpus(stage, expected_gb):
+    parts = memory.model_state_bytes(7.5e9, 64, 1, stage)
+    assert sum(parts.values()) / 1e9 == pytest.approx(expected_gb, abs=0.05)
+
+
+def test_palm_540b_training_flops():
+    # PaLM App. B: 6N + 12*L*H*Q*T per token, non-causal; 780B tokens -> 2.56e24 FLOPs.
+    total = flops.training_flops(540.35e9, 780e9, 118, 48 * 256, 2048, causal=False)
+    assert total == pytest.approx(2.56e24, rel=0.01)
+
+
+def test_causal_halves_only_attention():
+    full = flops.flops_per_token(1e9, 10, 1024, 2048, causal=False)
+    causal = flops.flops_per_token(1e9, 10, 1024, 2048, causal=True)
+    assert full - causal == pytest.approx(12 * 10 * 1024 * 2048 / 2)
+
+
+def test_selective_activations_match_korthikanti():
+    # 34*s*b*h/t per layer (Korthikanti 2022, Table 2).
+    assert memory.activation_bytes(2048, 1, 12288, 12288, 96, 8, "selective") == 96 * 34 * 2048 * 12288 / 8
+
+
+def _scenario(**kw):
+    base = dict(
+        model=ModelSpec.from_params(7e9), tokens=1.4e11, accelerators=("h100-sxm", "tpu-v5p"), pricing=("on-demand",)
+    )
+    base.update(kw)
+    return Scenario(**base)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.sampled_from([8, 16, 64]), st.sampled_from([2, 4]))
+def test_more_chips_fewer_days(chips, factor):
+    few = options.evaluate(_scenario(chips=chips)).sort("accelerator_id", "cloud")
+    many = options.evaluate(_scenario(chips=chips * factor)).sort("accelerator_id", "cloud")
+    assert (many["train_days"] < few["train_days"]).all()
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.floats(1e9, 1e11), st.floats(1.1, 4))
+def test_bigger_model_more_memory(params, factor):
+    small = options.evaluate(_scenario(model=ModelSpec.from_params(params), chips=64))
+    big = options.evaluate(_scenario(model=ModelSpec.from_params(params * factor), chips=64))
+    key = ["accelerator_id", "cloud"]
+    joined = small.join(big, on=key, suffix="_big").filter(pl.col("tensor_parallel") == pl.col("tensor_parallel_big"))
+    assert (joined["memory_per_chip_gb_big"] > joined["memory_per_chip_gb"]).all()
+
+
+def test_cost_is_chip_hours_times_price_plus_migration():
+    frame = options.evaluate(_scenario(days=20)).filter(pl.col("feasible"))
+    assert frame.height > 0
+    expected = frame["chip_hours"] * frame["usd_per_chip_hour"] + frame["migration_cost_usd"]
+    assert ((frame["cost_usd"] - expected).abs() < 1e-6 * expected).all()
+
+
+def test_memory_breakdown_sums_to_total():
+    frame = options.evaluate(_scenario(chips=64)).unique("accelerator_id")
+    parts = options.memory_breakdown(frame)
+    totals = parts.group_by("accelerator_id").agg(pl.col("gb").sum()).join(frame, on="accelerator_id")
+    assert ((totals["gb"] - totals["memory_per_chip_gb"]).abs() < 1e-9).all()
+    assert set(parts["component"]) == set(memory.COMPONENTS)
+
+
+def test_sweep_over_model_size_and_days():
+    s = _scenario(days=30)
+    picks = options.evaluate(s).filter(pl.col("feasible")).unique("accelerator_id", keep="first")
+    sizes = options.sweep(s, picks, params=[1e9, 1e10, 1e11])
+    assert sizes.height == 3 * picks.height
+    by_size = sizes.filter(pl.col("accelerator_id") == "h100-sxm").sort("params")
+    assert by_size["cost_usd"].is_sorted() and by_size["train_flops"].is_sorted()
+    durations = (
+        options.sweep(s, picks, days=[10, 40]).filter(pl.col("accelerator_id") == "h100-sxm").sort("target_days")
+    )
+    assert durations["chips"][0] > durations["chips"][1]
+
+
+def test_days_target_is_met_and_bands_bracket():
+    frame = options.evaluate(_scenario(days=10)).filter(pl.col("feasible"))
+    assert (frame["train_days"] <= 10 * 1.001).all()
+    assert ((frame["train_days_low"] <= frame["train_days"]) & (frame["train_days"] <= frame["train_days_high"])).all()
+
+
+def test_no_fp8_on_a100_is_reported_not_clamped():
+    frame = options.evaluate(_scenario(accelerators=("a100-80gb",), precision="fp8", chips=8))
+    assert frame["infeasible_reason"].str.contains("no FP8").all()

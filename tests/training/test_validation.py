@@ -1,0 +1,60 @@
+"""The backtest is recomputed on every run: these guard its accuracy against regressions.
+
+Measured when written: median |ln(pred/real)| 0.180 over 41 full runs (the issue's target is 0.15: not met,
+see notebooks/validation.ipynb for why), 2 runs beyond 2x, naive baseline median 0.504; leave-one-family-out
+medians Ampere 0.313, Hopper 0.202, TPU 0.136, Volta 0.222.
+"""
+
+import math
+
+import pytest
+
+from workbook import catalog
+from workbook.training import validation
+
+MEDIAN_GUARD = 0.20  # regression guard just above today's 0.180; the 0.15 target is reported, not yet met
+BEYOND_TWO_X_GUARD = 3
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return catalog.load()
+
+
+@pytest.fixture(scope="module")
+def backtest(cat):
+    return validation.backtest(cat)
+
+
+def test_every_full_run_is_predicted(cat, backtest):
+    assert backtest.height == validation.full_runs(cat).height >= 25
+    assert backtest["predicted_chip_hours"].is_not_null().all()
+
+
+def test_median_error_does_not_regress(backtest):
+    summary = validation.summarize(backtest)
+    assert summary.median_abs_error <= MEDIAN_GUARD
+    assert summary.beyond_factor_two <= BEYOND_TWO_X_GUARD
+
+
+def test_model_clearly_beats_the_naive_baseline(backtest):
+    summary = validation.summarize(backtest)
+    assert summary.median_abs_error <= summary.naive_median_abs_error / 2
+
+
+def test_leave_one_family_out_stays_close(cat):
+    lofo = validation.leave_one_family_out(cat)
+    assert set(lofo["family"]) >= {"Ampere", "Hopper", "TPU"}
+    assert (lofo["median_abs_error"] <= 0.35).all()
+    assert (lofo["median_abs_error"] < lofo["naive_median_abs_error"]).all()
+
+
+def test_held_out_family_really_is_held_out(cat):
+    held_out = validation.without_family(cat, "TPU")
+    assert not held_out.reference_runs["accelerator_id"].str.starts_with("tpu").any()
+    assert cat.reference_runs["accelerator_id"].str.starts_with("tpu").any()
+
+
+def test_errors_are_log_ratios(backtest):
+    row = backtest.row(0, named=True)
+    assert row["error"] == pytest.approx(math.log(row["predicted_chip_hours"] / row["reported_chip_hours"]))

@@ -1,0 +1,250 @@
+"""The "Train" view: model, job and constraints -> training options, recommendation card, charts, table."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import ipywidgets as w
+import polars as pl
+
+from workbook import catalog as catalog_mod
+from workbook.app import links, state, views
+from workbook.app.chartgrid import ChartGrid
+from workbook.app.controls import log_slider
+from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
+from workbook.charts import training as charts
+from workbook.charts.common import template_specs
+from workbook.errors import DataError, InputError
+from workbook.training import options
+from workbook.training.recommend import recommend
+
+LABELS = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
+
+
+class TrainView:
+    """Controls -> Scenario -> ``options.evaluate_full`` -> card, charts, table; recomputed on every change.
+
+    ``mode`` tells which tab is showing (for the share link); ``on_result`` is called after each new result.
+    """
+
+    def __init__(self, catalog: catalog_mod.Catalog, mode: Callable[[], str], on_result: Callable[[], None]):
+        self.catalog = catalog
+        self.base_catalog = catalog
+        self.mode = mode
+        self.on_result = on_result
+        self.controls = self._controls()
+        self.status = w.HTML()
+        self.card = w.HTML()
+        self.table = w.HTML()
+        self.charts = ChartGrid(template_specs(charts.TEMPLATES), layout=w.Layout(width="100%"))
+        self.frame: pl.DataFrame | None = None
+        self.scenario = None
+        self._syncing = False
+        self.widget = self._layout()
+        for control in self.controls.values():
+            if not isinstance(control, w.FileUpload):
+                control.observe(self._on_change, names="value")
+        self.controls["price_file"].observe(self._on_price_file, names="value")
+
+    def _controls(self) -> dict[str, w.Widget]:
+        d = state.DEFAULTS
+        style = {"description_width": "150px"}
+        tick = {"indent": False, "layout": w.Layout(width="auto", margin="2px 0 2px 154px")}
+        clouds = ["any"] + sorted(self.catalog.usable_prices()["cloud"].unique())
+        return {
+            "params_b": log_slider("Model size (B params)", d["params_b"], 0.1, 2000),
+            "moe": w.Checkbox(value=d["moe"], description="Mixture of experts", **tick),
+            "active_params_b": log_slider("Active params (B)", d["active_params_b"], 0.1, 2000, disabled=True),
+            "compute_optimal": w.Checkbox(value=d["compute_optimal"], description="20 tokens per parameter", **tick),
+            "tokens_b": log_slider("Training tokens (B)", d["tokens_b"], 1, 100_000, disabled=True),
+            "framework": w.ToggleButtons(
+                options=[(LABELS[f], f) for f in FRAMEWORKS],
+                value=d["framework"],
+                description="Framework",
+                style={**style, "button_width": "90px"},
+            ),
+            "days": w.IntSlider(
+                value=d["days"],
+                min=1,
+                max=365,
+                description="Target days",
+                continuous_update=False,
+                style=style,
+                layout=w.Layout(width="420px"),
+            ),
+            "precision": w.ToggleButtons(
+                options=[(p.upper(), p) for p in PRECISIONS],
+                value=d["precision"],
+                description="Precision",
+                style={**style, "button_width": "60px"},
+            ),
+            "pricing": w.Dropdown(options=list(PRICING_MODELS), value=d["pricing"], description="Pricing", style=style),
+            "cloud": w.Dropdown(options=clouds, value=d["cloud"], description="Cloud", style=style),
+            "multi_cloud": w.Checkbox(value=d["multi_cloud"], description="Must run on 2+ clouds", **tick),
+            "lock_in": w.Checkbox(value=d["lock_in"], description="Stay on our framework", **tick),
+            "budget_musd": w.FloatText(value=d["budget_musd"], description="Budget cap ($M, 0 = none)", style=style),
+            "use_mfu_override": w.Checkbox(value=d["use_mfu_override"], description="Override MFU", **tick),
+            "mfu_override": w.FloatSlider(
+                value=d["mfu_override"],
+                min=0.05,
+                max=0.9,
+                step=0.01,
+                description="MFU",
+                continuous_update=False,
+                style=style,
+            ),
+            "use_goodput_override": w.Checkbox(value=d["use_goodput_override"], description="Override goodput", **tick),
+            "goodput_override": w.FloatSlider(
+                value=d["goodput_override"],
+                min=0.1,
+                max=1.0,
+                step=0.01,
+                description="Goodput",
+                continuous_update=False,
+                style=style,
+            ),
+            "include_migration_cost": w.Checkbox(
+                value=d["include_migration_cost"], description="Count migration cost", **tick
+            ),
+            "usd_per_engineer_week": w.FloatText(
+                value=d["usd_per_engineer_week"], description="$ per engineer-week", style=style
+            ),
+            "price_file": w.FileUpload(accept=".csv", multiple=False, description="Price overrides CSV"),
+        }
+
+    def _layout(self) -> w.Widget:
+        c = self.controls
+        advanced = w.VBox(
+            [
+                c["use_mfu_override"],
+                c["mfu_override"],
+                c["use_goodput_override"],
+                c["goodput_override"],
+                c["include_migration_cost"],
+                c["usd_per_engineer_week"],
+                w.HTML(
+                    "<small>Your negotiated prices: a CSV with columns accelerator_id, cloud, pricing_model, "
+                    "usd_per_chip_hour, as_of, source (see README).</small>"
+                ),
+                c["price_file"],
+            ]
+        )
+        accordion = w.Accordion(children=[advanced], titles=("Advanced: MFU, goodput, engineering cost, prices",))
+        accordion.selected_index = None
+        left = w.VBox(
+            [
+                w.HTML("<b>Model</b>"),
+                c["params_b"],
+                c["moe"],
+                c["active_params_b"],
+                c["compute_optimal"],
+                c["tokens_b"],
+                w.HTML("<b>Job</b>"),
+                c["framework"],
+                c["days"],
+                c["precision"],
+                c["pricing"],
+                w.HTML("<b>Constraints</b>"),
+                c["cloud"],
+                c["multi_cloud"],
+                c["lock_in"],
+                c["budget_musd"],
+                accordion,
+            ],
+            layout=w.Layout(width="460px", min_width="440px"),
+        )
+        self.link = w.HTML()
+        self.downloads = w.HTML()
+        prepare = w.Button(description="Prepare downloads", tooltip="table CSV, charts PNG/SVG, one-page report")
+        prepare.on_click(lambda _: self.prepare_downloads())
+        share = w.HBox(
+            [self.link, prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap")
+        )
+        right = w.VBox(
+            [self.status, self.card, share, self.charts, w.HTML("<h3>All options</h3>"), self.table],
+            layout=w.Layout(flex="1 1 auto"),
+        )
+        return w.HBox([left, right])
+
+    def set_values(self, values: dict) -> None:
+        """Set several controls at once (a scenario link), then recompute once."""
+        self._syncing = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._syncing = False
+        self._on_change(None)
+
+    def prepare_downloads(self) -> None:
+        """Table as CSV, each chart as PNG and SVG, and the one-page report, as data links (offline)."""
+        if self.scenario is None or self.frame is None:
+            return
+        self.downloads.value = views.downloads(self.frame.select(options.OUTPUT_COLUMNS), self.scenario, self.catalog)
+
+    def values(self) -> dict:
+        return {k: c.value for k, c in self.controls.items() if not isinstance(c, w.FileUpload)}
+
+    def _on_change(self, change) -> None:
+        if self._syncing:
+            return
+        c = self.controls
+        c["active_params_b"].disabled = not c["moe"].value
+        c["tokens_b"].disabled = c["compute_optimal"].value
+        if c["compute_optimal"].value:
+            self._syncing = True  # showing the derived token count is not a user change
+            try:
+                c["tokens_b"].value = state.tokens_b(self.values())
+            finally:
+                self._syncing = False
+        self.update()
+
+    def _on_price_file(self, change) -> None:
+        files = change["new"]
+        if not files:
+            return
+        upload = files[0]
+        with tempfile.TemporaryDirectory() as folder:
+            target = Path(folder) / "price_overrides.csv"
+            target.write_bytes(bytes(upload["content"]))
+            try:
+                self.catalog = catalog_mod.load(price_overrides=target)
+            except DataError as err:
+                self.catalog = self.base_catalog
+                self.status.value = views.message(str(err).replace(str(target), upload["name"]))
+                return
+        self.status.value = views.message(f"Using your prices from {upload['name']}.", "info")
+        self.update(keep_status=True)
+
+    def update(self, keep_status: bool = False) -> None:
+        """Recompute everything from the current control values; show a message instead of failing."""
+        try:
+            scenario = state.scenario_from(self.values())
+        except InputError as err:
+            self.status.value = views.message(str(err))
+            return
+        if not keep_status:
+            self.status.value = ""
+        try:
+            self._recompute(scenario)
+        except Exception as err:  # the page must never show a traceback; the message names what failed
+            self.status.value = views.message(f"This scenario could not be computed ({type(err).__name__}: {err}).")
+
+    def _recompute(self, scenario) -> None:
+        self.scenario = scenario
+        everything = options.evaluate_full(
+            scenario, self.catalog, jobs_frame=options.job_frame(scenario, **charts.SWEEPS)
+        )
+        frame = everything.filter(pl.col("sweep") == "main")
+        self.frame = frame
+        self.card.value = views.recommendation(recommend(frame, scenario.framework))
+        self.table.value = views.option_table(frame.select(options.OUTPUT_COLUMNS))
+        # Only the data changes: each chart's spec was built once (see workbook.charts.common).
+        self.charts.datasets = charts.tab_datasets(
+            everything, scenario.constraints.deadline_days, scenario.model.params
+        )
+        self.link.value = views.share_link(links.build(self.values(), self.mode()))
+        self.downloads.value = ""
+        self.on_result()

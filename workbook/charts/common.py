@@ -1,0 +1,59 @@
+"""What every chart shares: family colours, widths, formats, the empty-state message layer, spec export.
+
+Each chart is a data-free *template* (named datasets only) plus a *datasets* function (frame -> rows).
+The app builds each template's spec once and swaps only the datasets on every control change.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+KIND_COLORS = alt.Scale(domain=["gpu", "tpu", "trainium"], range=["#4c78a8", "#f58518", "#54a24b"])
+KIND_LEGEND = alt.Legend(
+    title="Family", orient="bottom", labelExpr="{'gpu': 'GPU', 'tpu': 'TPU', 'trainium': 'Trainium'}[datum.label]"
+)
+COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"]
+COMPONENT_COLORS = alt.Scale(
+    domain=COMPONENT_ORDER, range=["#1f4e79", "#4c78a8", "#9ecae9", "#72b7b2", "#b279a2", "#bab0ac"]
+)
+WIDTH = 260  # plot width; with axis labels two charts side by side fit a 1600 px window
+LOG_TICKS = [1, 3, 10, 30, 100, 300, 1000, 3000, 10000]  # 1-3-10 ticks on narrow log axes: no crowded labels
+LABEL_LIMIT = 200  # px of an option name on a bar chart axis (the full name is in the tooltip)
+USD = "$.3s"
+MONEY = "$,.0f"
+
+
+def best_per_accelerator(frame: pl.DataFrame, cost: str) -> pl.DataFrame:
+    """Cheapest feasible option of each accelerator by the ``cost`` column, cheapest first."""
+    return (
+        frame.filter(pl.col("feasible")).sort(cost).unique(subset="accelerator_id", keep="first", maintain_order=True)
+    )
+
+
+def rows(frame: pl.DataFrame, columns: list[str]) -> list[dict]:
+    return frame.select(columns).to_dicts()
+
+
+def with_option(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(
+        option=pl.format("{} · {} · {}", pl.col("name"), pl.col("cloud"), pl.col("pricing_model"))
+    )
+
+
+def message_rows(text: str | None) -> list[dict]:
+    return [] if text is None else [{"text": text}]
+
+
+def message_layer(height: int = 60) -> alt.Chart:
+    return (
+        alt.Chart(alt.NamedData("message"))
+        .mark_text(fontSize=14, color="#666", baseline="top")
+        .encode(text="text:N", y=alt.value(height // 2))
+    )
+
+
+def template_specs(templates: dict) -> dict[str, dict]:
+    """Each template as its Vega-Lite dict, for the app's chart grid. Not schema-validated here: that costs ~0.15 s
+    of every kernel start (20 visitors at once share 2 cores); tests validate every template instead."""
+    return {name: template().to_dict(validate=False) for name, template in templates.items()}

@@ -1,0 +1,223 @@
+"""Serving chart builders (frame -> alt.Chart), template + datasets like ``workbook.charts``."""
+
+from __future__ import annotations
+
+import functools
+
+import altair as alt
+import polars as pl
+
+from workbook import serving
+from workbook.charts import training
+from workbook.charts.common import (
+    KIND_COLORS,
+    KIND_LEGEND,
+    LABEL_LIMIT,
+    LOG_TICKS,
+    MONEY,
+    USD,
+    WIDTH,
+    best_per_accelerator,
+    message_layer,
+    message_rows,
+    rows,
+)
+
+PER_M = "$.3f"
+
+
+def best_options(frame: pl.DataFrame) -> pl.DataFrame:
+    """Cheapest feasible serving option of each accelerator, cheapest per token first."""
+    return best_per_accelerator(frame, "usd_per_million_tokens")
+
+
+@functools.cache
+def price_template() -> alt.LayerChart:
+    y = alt.Y(
+        "option:N", sort=alt.EncodingSortField("rank", op="min"), title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)
+    )
+    base = alt.Chart(alt.NamedData("options"))
+    bars = base.mark_bar(opacity=0.85).encode(
+        x=alt.X("usd_per_million_tokens:Q", title="USD per million output tokens", axis=alt.Axis(format="$.2f")),
+        y=y,
+        color=alt.Color("kind:N", scale=KIND_COLORS, legend=KIND_LEGEND),
+        tooltip=[
+            alt.Tooltip("option:N", title="Option"),
+            alt.Tooltip("chips:Q", format=","),
+            alt.Tooltip("replicas:Q", title="Replicas"),
+            alt.Tooltip("tpot_ms:Q", title="ms per token", format=".1f"),
+            alt.Tooltip("usd_per_million_tokens:Q", title="$ / M tokens", format=PER_M),
+            alt.Tooltip("usd_per_million_tokens_at_full_load:Q", title="$ / M at full load", format=PER_M),
+        ],
+    )
+    band = base.mark_rule(color="#333").encode(
+        x="usd_per_million_tokens_low:Q", x2="usd_per_million_tokens_high:Q", y=y
+    )
+    return alt.layer(bars, band, message_layer()).properties(
+        title=alt.TitleParams(
+            "Serving cost by accelerator", subtitle="USD per million output tokens at your traffic; line = price range"
+        ),
+        width=WIDTH,
+    )
+
+
+def price_datasets(frame: pl.DataFrame, top: int = 12) -> dict[str, list[dict]]:
+    data = (
+        best_options(frame)
+        .head(top)
+        .with_row_index("rank")
+        .with_columns(option=pl.format("{} · {} · {}", pl.col("name"), pl.col("cloud"), pl.col("pricing_model")))
+    )
+    columns = [
+        "rank",
+        "option",
+        "kind",
+        "chips",
+        "replicas",
+        "tpot_ms",
+        "usd_per_million_tokens",
+        "usd_per_million_tokens_low",
+        "usd_per_million_tokens_high",
+        "usd_per_million_tokens_at_full_load",
+    ]
+    return {
+        "options": rows(data, columns),
+        "message": message_rows(None if data.height else "No option meets the targets"),
+    }
+
+
+@functools.cache
+def tradeoff_template() -> alt.LayerChart:
+    line = (
+        alt.Chart(alt.NamedData("curve"))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(
+                "tpot_ms:Q",
+                title="Time per output token (ms, log)",
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(values=LOG_TICKS),
+            ),
+            y=alt.Y("tokens_per_s_per_chip:Q", title="Output tokens/s per chip"),
+            color=alt.Color("option:N", title="Accelerator", legend=alt.Legend(orient="bottom", columns=1)),
+            tooltip=[
+                alt.Tooltip("option:N", title="Accelerator"),
+                alt.Tooltip("batch:Q", title="Batch"),
+                alt.Tooltip("tpot_ms:Q", title="ms per token", format=".1f"),
+                alt.Tooltip("tokens_per_s_per_chip:Q", title="tokens/s per chip", format=",.0f"),
+            ],
+        )
+    )
+    target = alt.Chart(alt.NamedData("target")).mark_rule(strokeDash=[6, 4], color="#c00").encode(x="tpot_ms:Q")
+    return alt.layer(line, target, message_layer()).properties(
+        title=alt.TitleParams(
+            "Throughput vs latency as the batch grows",
+            subtitle="each point is a batch size; red = your per-token target",
+        ),
+        width=WIDTH,
+        height=260,
+    )
+
+
+def tradeoff_datasets(curve: pl.DataFrame, tpot_target_ms: float | None) -> dict[str, list[dict]]:
+    data = curve.with_columns(option=pl.format("{} (TP{})", pl.col("name"), pl.col("tensor_parallel")))
+    return {
+        "curve": rows(data, ["option", "batch", "tpot_ms", "tokens_per_s_per_chip"]),
+        "target": [] if tpot_target_ms is None else [{"tpot_ms": tpot_target_ms}],
+        "message": message_rows(None if data.height else "No configuration fits"),
+    }
+
+
+@functools.cache
+def combined_template() -> alt.LayerChart:
+    bars = (
+        alt.Chart(alt.NamedData("combos"))
+        .mark_bar()
+        .encode(
+            x=alt.X("usd:Q", title="Total cost (USD)", stack="zero", axis=alt.Axis(format=USD)),
+            y=alt.Y(
+                "strategy:N", sort=alt.EncodingSortField("rank", op="min"), title=None, axis=alt.Axis(labelLimit=240)
+            ),
+            color=alt.Color(
+                "part:N",
+                title="",
+                scale=alt.Scale(domain=["training", "serving"], range=["#4c78a8", "#f58518"]),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=[
+                alt.Tooltip("strategy:N", title="Strategy"),
+                alt.Tooltip("part:N", title="Part"),
+                alt.Tooltip("option:N", title="Option"),
+                alt.Tooltip("usd:Q", title="USD", format=MONEY),
+            ],
+        )
+    )
+    return alt.layer(bars, message_layer()).properties(
+        title=alt.TitleParams(
+            "Train, then serve", subtitle="best GPU and TPU option for each phase, over the chosen months"
+        ),
+        width=WIDTH,
+    )
+
+
+def combined_datasets(combos: pl.DataFrame | None) -> dict[str, list[dict]]:
+    if combos is None or combos.height == 0:
+        return {"combos": [], "message": message_rows("Needs a feasible training and serving option")}
+    ranked = combos.with_row_index("rank")
+    long = pl.concat(
+        [
+            ranked.select(
+                "rank",
+                "strategy",
+                pl.lit("training").alias("part"),
+                pl.col("train_option").alias("option"),
+                pl.col("train_usd").alias("usd"),
+            ),
+            ranked.select(
+                "rank",
+                "strategy",
+                pl.lit("serving").alias("part"),
+                pl.col("serve_option").alias("option"),
+                pl.col("serve_usd").alias("usd"),
+            ),
+        ]
+    )
+    return {"combos": long.to_dicts(), "message": []}
+
+
+def memory_long(frame: pl.DataFrame) -> pl.DataFrame:
+    """Serving memory per chip as the long frame ``charts.memory`` draws (weights, KV cache, overhead vs HBM)."""
+    keys = ["accelerator_id", "name", "chips_per_replica", "hbm_gb"]
+    return (
+        best_options(frame)
+        .head(8)
+        .select(*keys, "weights_gb", "kv_cache_gb", "overhead_gb")
+        .rename({"chips_per_replica": "chips"})
+        .unpivot(index=["accelerator_id", "name", "chips", "hbm_gb"], variable_name="component", value_name="gb")
+        .with_columns(pl.col("component").str.strip_suffix("_gb"))
+    )
+
+
+TEMPLATES = {
+    "price": price_template,
+    "tradeoff": tradeoff_template,
+    "memory": training.memory_template,
+    "combined": combined_template,
+}
+
+
+CURVE_OPTIONS = 3  # cheapest accelerators drawn on the throughput-vs-latency chart
+
+
+def tab_datasets(
+    frame: pl.DataFrame, scenario: serving.ServeScenario, catalog, combos: pl.DataFrame | None
+) -> dict[str, dict]:
+    """Every Serve-tab chart's datasets: ``frame`` from ``serving.evaluate_serving``, ``combos`` from
+    ``serving.train_then_serve`` (None until a training frame exists)."""
+    curve = serving.batch_curve(scenario, best_options(frame).head(CURVE_OPTIONS), catalog)
+    return {
+        "price": price_datasets(frame),
+        "tradeoff": tradeoff_datasets(curve, scenario.tpot_ms),
+        "memory": training.memory_datasets(memory_long(frame)),
+        "combined": combined_datasets(combos),
+    }

@@ -1,0 +1,337 @@
+"""Chart builders: options frame -> ``alt.Chart``. Pure (no widgets, no display), testable without a browser.
+
+Each chart is a data-free *template* (named datasets only) plus a *datasets* function (frame -> rows).
+``cost_by_option(frame)`` etc. join the two into a complete chart. The app builds each template's
+spec once and swaps only the datasets on every control change, which keeps a slider move fast.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import altair as alt
+import polars as pl
+
+from workbook.charts.common import (
+    COMPONENT_COLORS,
+    COMPONENT_ORDER,
+    KIND_COLORS,
+    KIND_LEGEND,
+    LABEL_LIMIT,
+    LOG_TICKS,
+    MONEY,
+    USD,
+    WIDTH,
+    best_per_accelerator,
+    message_layer,
+    message_rows,
+    rows,
+    with_option,
+)
+from workbook.training import options
+
+
+# ---- 1. cost by option --------------------------------------------------------------------------
+@functools.cache
+def cost_template() -> alt.LayerChart:
+    y = alt.Y(
+        "option:N",
+        sort=alt.EncodingSortField("rank", op="min", order="ascending"),
+        title=None,
+        axis=alt.Axis(labelLimit=LABEL_LIMIT),
+    )
+    base = alt.Chart(alt.NamedData("options"))
+    bars = base.mark_bar(opacity=0.85).encode(
+        x=alt.X("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD, labelOverlap=True)),
+        y=y,
+        color=alt.Color("kind:N", scale=KIND_COLORS, legend=KIND_LEGEND),
+        tooltip=[
+            alt.Tooltip("name:N", title="Accelerator"),
+            alt.Tooltip("cloud:N", title="Cloud"),
+            alt.Tooltip("pricing_model:N", title="Pricing"),
+            alt.Tooltip("chips:Q", format=","),
+            alt.Tooltip("train_days:Q", title="Days", format=".1f"),
+            alt.Tooltip("cost_usd:Q", title="Cost", format=MONEY),
+            alt.Tooltip("cost_usd_low:Q", title="Low", format=MONEY),
+            alt.Tooltip("cost_usd_high:Q", title="High", format=MONEY),
+        ],
+    )
+    band = base.mark_rule(color="#333", strokeWidth=1.5).encode(x="cost_usd_low:Q", x2="cost_usd_high:Q", y=y)
+    return alt.layer(bars, band, message_layer()).properties(
+        title=alt.TitleParams(
+            "Training cost by accelerator", subtitle="cheapest cloud and pricing for each; black line = low-high range"
+        ),
+        width=WIDTH,
+    )
+
+
+def cost_datasets(frame: pl.DataFrame, top: int = 12) -> dict[str, list[dict]]:
+    data = with_option(best_options(frame).head(top)).with_row_index("rank")
+    columns = [
+        "rank",
+        "option",
+        "name",
+        "kind",
+        "cloud",
+        "pricing_model",
+        "chips",
+        "train_days",
+        "cost_usd",
+        "cost_usd_low",
+        "cost_usd_high",
+    ]
+    return {
+        "options": rows(data, columns),
+        "message": message_rows(None if data.height else "No option meets the constraints"),
+    }
+
+
+def cost_by_option(frame: pl.DataFrame) -> alt.LayerChart:
+    """Bars: central training cost of each accelerator's best option, with its low-high range."""
+    return cost_template().properties(datasets=cost_datasets(frame))
+
+
+# ---- 2. cost vs time frontier ------------------------------------------------------------------
+@functools.cache
+def frontier_template() -> alt.LayerChart:
+    lines = (
+        alt.Chart(alt.NamedData("points"))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(
+                "train_days:Q",
+                title="Days to train (log scale)",
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(values=LOG_TICKS),
+            ),
+            y=alt.Y("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD), scale=alt.Scale(zero=False)),
+            color=alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=380)),
+            tooltip=[
+                alt.Tooltip("option:N", title="Option"),
+                alt.Tooltip("chips:Q", format=","),
+                alt.Tooltip("train_days:Q", title="Days", format=".1f"),
+                alt.Tooltip("cost_usd:Q", title="Cost", format=MONEY),
+            ],
+        )
+    )
+    deadline = alt.Chart(alt.NamedData("deadline"))
+    rule = deadline.mark_rule(strokeDash=[6, 4], color="#c00").encode(x="deadline:Q")
+    label = deadline.mark_text(align="left", dx=4, baseline="top", color="#c00").encode(
+        x="deadline:Q", y=alt.value(4), text="label:N"
+    )
+    return alt.layer(lines, rule, label, message_layer()).properties(
+        title=alt.TitleParams("Cost vs time to train", subtitle="each point is a chip count; more chips finish sooner"),
+        width=WIDTH,
+        height=260,
+    )
+
+
+def frontier_datasets(sweep_frame: pl.DataFrame, deadline_days: float | None) -> dict[str, list[dict]]:
+    data = with_option(sweep_frame.filter(pl.col("feasible")))
+    deadline = (
+        [] if deadline_days is None else [{"deadline": deadline_days, "label": f"deadline: {deadline_days:g} days"}]
+    )
+    return {
+        "points": rows(data, ["option", "chips", "train_days", "cost_usd"]),
+        "deadline": deadline,
+        "message": message_rows(None if data.height else "No feasible option to plot"),
+    }
+
+
+def frontier(sweep_frame: pl.DataFrame, deadline_days: float | None) -> alt.LayerChart:
+    """Lines: cost vs time to train as the chip count changes, one line per option; the deadline dashed."""
+    return frontier_template().properties(datasets=frontier_datasets(sweep_frame, deadline_days))
+
+
+# ---- 3. memory per chip ------------------------------------------------------------------------
+@functools.cache
+def memory_template() -> alt.LayerChart:
+    y = alt.Y(
+        "label:N",
+        sort=alt.EncodingSortField("rank", op="min", order="ascending"),
+        title=None,
+        axis=alt.Axis(labelLimit=LABEL_LIMIT),
+    )
+    bars = (
+        alt.Chart(alt.NamedData("parts"))
+        .mark_bar()
+        .encode(
+            x=alt.X("gb:Q", title="GB per chip", stack="zero"),
+            y=y,
+            color=alt.Color(
+                "component:N",
+                scale=COMPONENT_COLORS,
+                sort=COMPONENT_ORDER,
+                title="Component",
+                legend=alt.Legend(orient="bottom", columns=3),
+            ),
+            order=alt.Order("component_rank:Q"),
+            tooltip=[
+                alt.Tooltip("name:N", title="Accelerator"),
+                alt.Tooltip("component:N", title="Component"),
+                alt.Tooltip("gb:Q", title="GB", format=".1f"),
+            ],
+        )
+    )
+    capacity = (
+        alt.Chart(alt.NamedData("capacity"))
+        .mark_tick(color="#c00", thickness=3, size=22)
+        .encode(x="hbm_gb:Q", y=y, tooltip=[alt.Tooltip("hbm_gb:Q", title="HBM capacity (GB)", format=".0f")])
+    )
+    return alt.layer(bars, capacity, message_layer()).properties(
+        title=alt.TitleParams("Memory per chip", subtitle="by component; red tick = HBM capacity"), width=WIDTH
+    )
+
+
+def memory_datasets(long_frame: pl.DataFrame) -> dict[str, list[dict]]:
+    labels = long_frame.select("accelerator_id").unique(maintain_order=True).with_row_index("rank")
+    data = long_frame.join(labels, on="accelerator_id").with_columns(
+        label=pl.format("{} ({} chips)", pl.col("name"), pl.col("chips")),
+        component_rank=pl.col("component").replace_strict(
+            {c: i for i, c in enumerate(COMPONENT_ORDER)}, return_dtype=pl.Int64
+        ),
+    )
+    capacity = data.unique("label", maintain_order=True)
+    return {
+        "parts": rows(data, ["label", "rank", "name", "component", "component_rank", "gb"]),
+        "capacity": rows(capacity, ["label", "rank", "hbm_gb"]),
+        "message": message_rows(None if data.height else "No option to show"),
+    }
+
+
+def memory(long_frame: pl.DataFrame) -> alt.LayerChart:
+    """Stacked bars: memory per chip by component, with each chip's HBM capacity marked."""
+    return memory_template().properties(datasets=memory_datasets(long_frame))
+
+
+# ---- 4. cost and time vs model size -------------------------------------------------------------
+@functools.cache
+def size_template() -> alt.HConcatChart:
+    decades = [10.0**k for k in range(6, 15)]  # ticks at powers of ten only: the panels are narrow
+    x = alt.X(
+        "params:Q",
+        title="Parameters (log scale)",
+        scale=alt.Scale(type="log"),
+        axis=alt.Axis(format="~s", values=decades, labelExpr="replace(datum.label, 'G', 'B')"),
+    )  # 1G params = 1B
+    color = alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=380))
+    tooltip = [
+        alt.Tooltip("option:N", title="Option"),
+        alt.Tooltip("params:Q", title="Parameters", format=".3s"),
+        alt.Tooltip("chips:Q", format=","),
+        alt.Tooltip("train_days:Q", title="Days", format=".1f"),
+        alt.Tooltip("cost_usd:Q", title="Cost", format=MONEY),
+    ]
+    base = alt.Chart(alt.NamedData("points")).properties(width=WIDTH // 2, height=220)
+    now = alt.Chart(alt.NamedData("now")).mark_rule(strokeDash=[4, 3], color="#666").encode(x="params:Q")
+    cross = (
+        alt.Chart(alt.NamedData("crossings"))
+        .mark_rule(color="#9467bd")
+        .encode(x="params:Q", tooltip=[alt.Tooltip("text:N", title="Crossover")])
+    )
+    cost_panel = base.mark_line(point=True).encode(
+        x=x,
+        y=alt.Y(
+            "cost_usd:Q", title="Total cost (USD)", scale=alt.Scale(type="log"), axis=alt.Axis(format=USD, tickCount=5)
+        ),
+        color=color,
+        tooltip=tooltip,
+    )
+    chips_panel = base.mark_line(point=True).encode(
+        x=x,
+        y=alt.Y(
+            "chips:Q",
+            title="Chips needed for the target days",
+            scale=alt.Scale(type="log"),
+            axis=alt.Axis(format="~s", tickCount=5),
+        ),
+        color=color,
+        tooltip=tooltip,
+    )
+    return alt.hconcat(
+        alt.layer(cost_panel, now, cross, message_layer()), alt.layer(chips_panel, now, cross)
+    ).properties(
+        title=alt.TitleParams(
+            "Cost and chips vs model size",
+            subtitle=[
+                "leading GPU and TPU options, sized for the target days; dashed = your model",
+                "purple = where the cheaper option flips; a line ends where no documented job is big enough",
+            ],
+        )
+    )
+
+
+def crossings(sweep_frame: pl.DataFrame) -> pl.DataFrame:
+    """Model sizes (geometric midpoints) where the cheaper of two options changes."""
+    data = with_option(sweep_frame.filter(pl.col("feasible")))
+    options = data["option"].unique(maintain_order=True).to_list()
+    if len(options) != 2:
+        return pl.DataFrame(schema={"params": pl.Float64, "text": pl.String})
+    wide = (
+        data.pivot(on="option", index="params", values="cost_usd")
+        .drop_nulls()
+        .sort("params")
+        .with_columns(sign=(pl.col(options[0]) < pl.col(options[1])))
+        .with_columns(prev_params=pl.col("params").shift(), flipped=pl.col("sign") != pl.col("sign").shift())
+    )
+    flips = wide.filter(pl.col("flipped").fill_null(False))
+    return flips.select(
+        params=(pl.col("params") * pl.col("prev_params")).sqrt(),
+        text=pl.when(pl.col("sign"))
+        .then(pl.lit(f"{options[0]} becomes cheaper"))
+        .otherwise(pl.lit(f"{options[1]} becomes cheaper")),
+    )
+
+
+def size_datasets(sweep_frame: pl.DataFrame, current_params: float) -> dict[str, list[dict]]:
+    data = with_option(sweep_frame.filter(pl.col("feasible")))
+    return {
+        "points": rows(data, ["option", "params", "chips", "train_days", "cost_usd"]),
+        "now": [{"params": current_params}],
+        "crossings": crossings(sweep_frame).to_dicts(),
+        "message": message_rows(None if data.height else "No feasible option to plot"),
+    }
+
+
+def size_sweep(sweep_frame: pl.DataFrame, current_params: float) -> alt.HConcatChart:
+    """Cost and chips vs model size (each sized for the target days); a purple rule where the cheaper one flips."""
+    return size_template().properties(datasets=size_datasets(sweep_frame, current_params))
+
+
+TEMPLATES = {"cost": cost_template, "frontier": frontier_template, "memory": memory_template, "size": size_template}
+
+# ---- what the Train tab (and the report) shows ----------------------------------------------------
+FRONTIER_DAYS = [3, 7, 14, 30, 60, 120, 240, 365]
+SIZE_SWEEP_PARAMS = [10 ** (8 + i * 0.5) for i in range(10)]  # 100M .. 3.2T
+SWEEPS = {"days": FRONTIER_DAYS, "params": SIZE_SWEEP_PARAMS}  # evaluated with the main job in one pass
+FRONTIER_OPTIONS = 5  # cheapest accelerators drawn on the cost-vs-time frontier
+MEMORY_OPTIONS = 8  # cheapest accelerators in the memory chart
+
+
+def best_options(frame: pl.DataFrame) -> pl.DataFrame:
+    """Cheapest feasible option of each accelerator, cheapest first."""
+    return best_per_accelerator(frame, "cost_usd")
+
+
+def tab_datasets(everything: pl.DataFrame, deadline_days: float | None, current_params: float) -> dict[str, dict]:
+    """Every Train-tab chart's datasets from one evaluation of the main job and the :data:`SWEEPS`
+    (``options.evaluate_full(..., jobs_frame=options.job_frame(scenario, **SWEEPS))``)."""
+    main = everything.filter(pl.col("sweep") == "main")
+    best = best_options(main)
+    leaders = best.group_by("kind", maintain_order=True).first().filter(pl.col("kind").is_in(["gpu", "tpu"]))
+    return {
+        "cost": cost_datasets(main),
+        "frontier": frontier_datasets(
+            options.picked(everything.filter(pl.col("sweep") == "days"), best.head(FRONTIER_OPTIONS)), deadline_days
+        ),
+        "memory": memory_datasets(options.memory_breakdown(best.head(MEMORY_OPTIONS))),
+        "size": size_datasets(options.picked(everything.filter(pl.col("sweep") == "params"), leaders), current_params),
+    }
+
+
+def tab_charts(
+    everything: pl.DataFrame, deadline_days: float | None, current_params: float
+) -> dict[str, alt.TopLevelMixin]:
+    """The Train tab's charts as complete altair charts (report, exports, notebooks)."""
+    datasets = tab_datasets(everything, deadline_days, current_params)
+    return {name: TEMPLATES[name]().properties(datasets=data) for name, data in datasets.items()}

@@ -1,0 +1,40 @@
+"""Train, then serve: the total of training on one option and serving on another over some months."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from workbook.model.units import HOURS_PER_MONTH
+
+
+def train_then_serve(train: pl.DataFrame, serve: pl.DataFrame, months: float) -> pl.DataFrame:
+    """Total cost of training on one option and serving on another for ``months``, for the best GPU and TPU
+    option of each (the 'train on TPU, serve on GPU' strategy and its alternatives)."""
+    hours = months * HOURS_PER_MONTH
+
+    def leaders(frame: pl.DataFrame, cost: pl.Expr, label: str) -> pl.DataFrame:
+        best = (
+            frame.filter(pl.col("feasible") & pl.col("kind").is_in(["gpu", "tpu"]))
+            .sort(cost)
+            .unique("kind", keep="first", maintain_order=True)
+        )
+        return best.select(
+            pl.col("kind").alias(f"{label}_kind"),
+            pl.format("{} ({}, {})", "name", "cloud", "pricing_model").alias(f"{label}_option"),
+            cost.alias(f"{label}_usd"),
+        )
+
+    train_best = leaders(train, pl.col("cost_usd"), "train")
+    serve_best = leaders(serve, pl.col("usd_per_hour") * hours, "serve")
+    return (
+        train_best.join(serve_best, how="cross")
+        .with_columns(
+            total_usd=pl.col("train_usd") + pl.col("serve_usd"),
+            strategy=pl.format(
+                "train on {}, serve on {}",
+                pl.col("train_kind").str.to_uppercase(),
+                pl.col("serve_kind").str.to_uppercase(),
+            ),
+        )
+        .sort("total_usd")
+    )

@@ -1,0 +1,96 @@
+"""Frozen inputs of a serving job: the model, precision, request shape, traffic, latency targets, assumptions."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from workbook.catalog.schemas import PRICING_MODELS
+from workbook.errors import InputError
+from workbook.errors import check_choice as _choice
+from workbook.errors import check_number as _number
+from workbook.model.spec import ModelSpec
+from workbook.model.units import HEAD_DIM, PEAK_COLUMN, SECONDS_PER_DAY
+
+
+@dataclasses.dataclass(frozen=True)
+class ServeAssumptions:
+    """Every serving default, visible and overridable (mirrors :class:`workbook.training.scenario.Assumptions`)."""
+
+    hbm_usable_fraction: float = 0.90  # allocator fragmentation + runtime buffers (assumption)
+    runtime_overhead_bytes: float = 2e9  # CUDA/XLA context, activations of one step, allocator slack (assumption)
+    pue: float = 1.2  # data-centre power usage effectiveness
+    host_power_factor: float = 1.5  # system power / accelerator power
+
+    def __post_init__(self):
+        _number("hbm_usable_fraction", self.hbm_usable_fraction, 0.5, 1.0)
+        _number("runtime_overhead_bytes", self.runtime_overhead_bytes, 0, 64e9)
+        _number("pue", self.pue, 1.0, 3.0)
+        _number("host_power_factor", self.host_power_factor, 1.0, 3.0)
+
+
+WEIGHT_PRECISIONS = ("bf16", "fp8", "int8", "int4")
+# FP8 serving multiplies in FP8 (W8A8, e.g. TensorRT-LLM) where the chip has it; INT8/INT4 weights are the
+# usual weight-only quantisation (AWQ/GPTQ, JetStream int8): they halve or quarter the bytes read, but the
+# matrix multiplies run at the BF16 rate.
+PEAK_FOR = {**PEAK_COLUMN, "int8": PEAK_COLUMN["bf16"], "int4": PEAK_COLUMN["bf16"]}
+
+
+def default_kv_heads(attention_dim: int) -> int:
+    """Grouped-query attention with 8 KV heads (Llama 2 70B, Llama 3, Mistral) once there are 32+ heads."""
+    heads = max(1, attention_dim // HEAD_DIM)
+    return 8 if heads >= 32 else heads
+
+
+@dataclasses.dataclass(frozen=True)
+class ServeScenario:
+    """Serve ``model`` at a traffic level within latency targets."""
+
+    model: ModelSpec
+    weight_precision: str = "bf16"
+    kv_precision: str = "bf16"
+    prompt_tokens: int = 1000
+    output_tokens: int = 300
+    requests_per_s: Optional[float] = None
+    tokens_per_day: Optional[float] = None  # output tokens per day; alternative to requests_per_s
+    ttft_ms: Optional[float] = 2000.0
+    tpot_ms: Optional[float] = 50.0
+    n_kv_heads: Optional[int] = None
+    pricing: tuple[str, ...] = ("on-demand",)
+    accelerators: tuple[str, ...] = ()
+    clouds: tuple[str, ...] = ()
+    efficiency_override: Optional[float] = None  # replaces both calibrated efficiencies
+    assumptions: ServeAssumptions = ServeAssumptions()
+
+    def __post_init__(self):
+        _choice("weight_precision", self.weight_precision, WEIGHT_PRECISIONS)
+        _choice("kv_precision", self.kv_precision, WEIGHT_PRECISIONS[:3])
+        _number("prompt_tokens", self.prompt_tokens, 1, 2_000_000, integer=True)
+        _number("output_tokens", self.output_tokens, 1, 200_000, integer=True)
+        if self.requests_per_s is not None and self.tokens_per_day is not None:
+            raise InputError("requests_per_s", "give either requests_per_s or tokens_per_day, not both")
+        if self.requests_per_s is not None:
+            _number("requests_per_s", self.requests_per_s, 1e-6, 1e7)
+        if self.tokens_per_day is not None:
+            _number("tokens_per_day", self.tokens_per_day, 1, 1e16)
+        if self.ttft_ms is not None:
+            _number("ttft_ms", self.ttft_ms, 1, 600_000)
+        if self.tpot_ms is not None:
+            _number("tpot_ms", self.tpot_ms, 0.1, 60_000)
+        if self.n_kv_heads is not None:
+            _number("n_kv_heads", self.n_kv_heads, 1, 1024, integer=True)
+        if self.efficiency_override is not None:
+            _number("efficiency_override", self.efficiency_override, 0.01, 1.0)
+        for model in self.pricing:
+            _choice("pricing", model, PRICING_MODELS)
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or default_kv_heads(self.model.attention_dim)
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        """Required output tokens per second (1 request/s by default)."""
+        if self.tokens_per_day is not None:
+            return self.tokens_per_day / SECONDS_PER_DAY
+        return (self.requests_per_s if self.requests_per_s is not None else 1.0) * self.output_tokens

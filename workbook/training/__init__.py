@@ -1,0 +1,1 @@
+"""Training: scenario -> calibration -> options (evaluate) -> rules -> recommend -> validation."""

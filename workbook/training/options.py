@@ -1,0 +1,439 @@
+"""``evaluate(scenario)``: one row per (accelerator, cloud, pricing model) with every output and its band.
+
+Pipeline (each step a few polars expressions over the accelerator table):
+framework path -> peak and MFU -> memory plan -> chips and days -> prices -> cost, energy -> feasibility.
+Low/high bands: time from the MFU and goodput ranges, cost from those and the price spread
+(min..max over the regions and instances of one cloud).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import polars as pl
+
+from workbook import catalog as catalog_mod
+from workbook.model import cost, flops, memory, sizing, throughput
+from workbook.model.spec import ModelSpec
+from workbook.model.units import PEAK_COLUMN, SECONDS_PER_DAY
+from workbook.training import calibration as calibration_mod
+from workbook.training import rules
+from workbook.training.scenario import Scenario
+
+NATIVE_FRAMEWORK = {"gpu": "pytorch", "tpu": "jax", "trainium": "pytorch"}
+SWITCH_SUPPORT = ("limited", "unsupported")  # below "supported" the team moves to the native stack
+TP_CANDIDATES = (1, 2, 4, 8)  # tensor/sequence parallel degrees tried inside the fast domain
+SCALE_ITERATIONS = 4  # fixed-point iterations: chips depend on MFU, MFU on chips (scale efficiency)
+BAND = ("", "_low", "_high")
+
+
+@functools.lru_cache(maxsize=4)
+def _default_catalog() -> catalog_mod.Catalog:
+    return catalog_mod.load()
+
+
+@functools.lru_cache(maxsize=4)
+def _default_calibration(cat: catalog_mod.Catalog) -> calibration_mod.Calibration:
+    return calibration_mod.fit(cat)
+
+
+def _framework_paths(cat: catalog_mod.Catalog, framework: str, lock_in: bool) -> pl.DataFrame:
+    """Per accelerator kind: the framework the run uses, its efficiency and the engineer-weeks to get there."""
+    fw = cat.frameworks
+    rows = []
+    for kind, native in NATIVE_FRAMEWORK.items():
+        stay = fw.filter((pl.col("framework") == framework) & (pl.col("kind") == kind)).row(0, named=True)
+        switch = stay["support"] in SWITCH_SUPPORT and framework != native and not lock_in
+        run_fw = native if switch else framework
+        target = fw.filter((pl.col("framework") == run_fw) & (pl.col("kind") == kind)).row(0, named=True)
+        weeks = [target["port_weeks"], target["port_weeks_low"], target["port_weeks_high"]]
+        if switch:
+            move = cat.framework_switches.filter(
+                (pl.col("from_framework") == framework) & (pl.col("to_framework") == native)
+            ).row(0, named=True)
+            weeks = [w + move[c] for w, c in zip(weeks, ("weeks", "weeks_low", "weeks_high"), strict=True)]
+        rows.append(
+            {
+                "kind": kind,
+                "run_framework": run_fw,
+                "framework_switch": switch,
+                "support": target["support"],
+                "team_framework_support": stay["support"],
+                "framework_efficiency": target["efficiency"],
+                "framework_efficiency_low": target["efficiency_low"],
+                "framework_efficiency_high": target["efficiency_high"],
+                "migration_weeks": weeks[0],
+                "migration_weeks_low": weeks[1],
+                "migration_weeks_high": weeks[2],
+            }
+        )
+    return pl.DataFrame(rows)
+
+
+def _memory_columns(s: Scenario, chips: pl.Expr, tp: pl.Expr) -> dict[str, pl.Expr]:
+    a = s.assumptions
+    return memory.per_chip_breakdown(
+        pl.col("params"),
+        chips,
+        tp,
+        a.zero_stage,
+        pl.col("seq_len"),
+        a.micro_batch_seqs,
+        pl.col("hidden_dim"),
+        pl.col("attention_dim"),
+        pl.col("n_layers"),
+        a.recompute,
+        a.framework_overhead_bytes,
+    )
+
+
+def _memory_total(s: Scenario, chips: pl.Expr, tp: pl.Expr) -> pl.Expr:
+    return pl.sum_horizontal(list(_memory_columns(s, chips, tp).values()))
+
+
+def _choose_tp(s: Scenario, chips: pl.Expr) -> pl.Expr:
+    """Smallest tensor-parallel degree (inside the fast domain and the chip count) at which memory fits."""
+    limit = pl.min_horizontal(pl.col("scaleup_domain_chips"), chips, pl.lit(max(TP_CANDIDATES)))
+    usable = pl.col("hbm_bytes") * s.assumptions.hbm_usable_fraction
+    choice = pl.lit(None, pl.Int64)
+    for t in reversed(TP_CANDIDATES):
+        ok = (pl.lit(t) <= limit) & (_memory_total(s, chips, pl.lit(t)) <= usable)
+        choice = pl.when(ok).then(pl.lit(t)).otherwise(choice)
+    largest = pl.lit(1)
+    for t in TP_CANDIDATES:
+        largest = pl.when(pl.lit(t) <= limit).then(pl.lit(t)).otherwise(largest)
+    return pl.coalesce(choice, largest)
+
+
+def _min_chips_to_fit(s: Scenario) -> pl.Expr:
+    a = s.assumptions
+    tp = pl.min_horizontal(pl.col("scaleup_domain_chips"), pl.lit(max(TP_CANDIDATES)))
+    usable = pl.col("hbm_bytes") * a.hbm_usable_fraction
+    parts = _memory_columns(s, pl.lit(float("inf")), tp)
+    fixed = pl.sum_horizontal(list(parts.values()))  # what remains per chip with infinitely many chips
+    raw = memory.min_chips_to_fit(pl.col("params"), usable, a.zero_stage, fixed)
+    return pl.when(raw > 0).then(sizing.round_to_allowed(raw, pl.col("block_chips"))).otherwise(None)
+
+
+def _throughput(s: Scenario, cal: calibration_mod.Calibration, chips: pl.Expr, suffix: str) -> pl.Expr:
+    """Achieved model FLOPs/s per chip for one band (suffix '', '_low', '_high')."""
+    mfu = (
+        pl.lit(s.assumptions.mfu_override)
+        if s.assumptions.mfu_override is not None
+        else pl.col(f"mfu_base{suffix}")
+        * pl.col(f"framework_efficiency{suffix}")
+        * calibration_mod.moe_factor(cal.moe_efficiency)
+    )
+    scale = throughput.scale_efficiency(chips, pl.col("scaleup_domain_chips"), pl.col("scale_loss"))
+    return throughput.achieved_flops_per_s(pl.col("peak_flops_per_s"), mfu * scale)
+
+
+def _goodput(s: Scenario, cal: calibration_mod.Calibration, suffix: str) -> float:
+    if s.assumptions.goodput_override is not None:
+        return s.assumptions.goodput_override
+    return {"": cal.goodput, "_low": cal.goodput_low, "_high": cal.goodput_high}[suffix]
+
+
+def jobs(s: Scenario, **vary) -> pl.DataFrame:
+    """The scenario's job as a one-row frame; ``vary`` (params=[...] or days=[...]) makes one row per value.
+
+    Varying ``params`` keeps the scenario's tokens per parameter and its model's default shape. Varied
+    jobs are open-ended: no deadline or budget, so a chart can show what lies beyond them.
+    """
+    m, c = s.model, s.constraints
+    specs = (
+        [m]
+        if "params" not in vary
+        else [
+            ModelSpec.from_params(p, min(p, p * m.active_params / m.params), seq_len=m.seq_len) for p in vary["params"]
+        ]
+    )
+    days = vary.get("days", [None if s.chips is not None else s.target_days])
+    rows = [
+        {
+            "sweep": next(iter(vary), "main"),
+            "params": spec.params,
+            "active_params": spec.active_params,
+            "n_layers": spec.n_layers,
+            "hidden_dim": spec.hidden_dim,
+            "attention_dim": spec.attention_dim,
+            "seq_len": spec.seq_len,
+            "tokens": s.tokens * spec.params / m.params,
+            "target_days": d,
+            "chips_given": None if "days" in vary else s.chips,
+            "deadline_days": None if vary else c.deadline_days,
+            "budget_usd": None if vary else c.budget_usd,
+        }
+        for spec in specs
+        for d in days
+    ]
+    schema = {"target_days": pl.Float64, "chips_given": pl.Int64, "deadline_days": pl.Float64, "budget_usd": pl.Float64}
+    return pl.DataFrame(rows, schema_overrides=schema)
+
+
+def job_frame(s: Scenario, **sweeps) -> pl.DataFrame:
+    """The main job plus one job per swept value (``days=[...]``, ``params=[...]``), numbered."""
+    parts = [jobs(s)] + [jobs(s, **{name: values}) for name, values in sweeps.items()]
+    return pl.concat(parts).with_row_index("job")
+
+
+@functools.lru_cache(maxsize=64)
+def _accelerator_inputs(
+    cat: catalog_mod.Catalog,
+    cal: calibration_mod.Calibration,
+    accelerators: tuple[str, ...],
+    framework: str,
+    lock_in: bool,
+    precision: str,
+) -> pl.DataFrame:
+    """Per accelerator: specs, framework path and effort, calibrated MFU, peak for the precision.
+
+    Depends only on these choices, not on the job, so a slider move reuses it.
+    """
+    acc = cat.accelerators
+    if accelerators:
+        acc = acc.filter(pl.col("accelerator_id").is_in(list(accelerators)))
+    peak = PEAK_COLUMN[precision]
+    mfu = cal.mfu.filter(pl.col("precision") == precision).select(
+        "accelerator_id",
+        pl.col("mfu").alias("mfu_base"),
+        pl.col("mfu_low").alias("mfu_base_low"),
+        pl.col("mfu_high").alias("mfu_base_high"),
+        pl.col("basis").alias("mfu_basis"),
+    )
+    ports = cat.platform_ports.select("vendor", "kind", *(pl.col(f"weeks{b}").alias(f"_port{b}") for b in BAND))
+    return (
+        acc.join(_framework_paths(cat, framework, lock_in), on="kind", how="left")
+        .join(ports, on=["vendor", "kind"], how="left")
+        .with_columns(
+            **{f"migration_weeks{b}": pl.col(f"migration_weeks{b}") + pl.col(f"_port{b}").fill_null(0) for b in BAND}
+        )
+        .drop(*(f"_port{b}" for b in BAND))
+        .join(mfu, on="accelerator_id", how="left")
+        .with_columns(
+            pl.col(peak).alias("peak_flops_per_s"),
+            pl.col("kind")
+            .replace_strict(throughput.SCALE_LOSS_PER_DOUBLING, return_dtype=pl.Float64)
+            .alias("scale_loss"),
+        )
+    )
+
+
+def _accelerator_frame(
+    s: Scenario, cat: catalog_mod.Catalog, cal: calibration_mod.Calibration, jobs_frame: pl.DataFrame
+) -> pl.DataFrame:
+    inputs = _accelerator_inputs(cat, cal, s.accelerators, s.framework, s.constraints.framework_lock_in, s.precision)
+    return (
+        inputs.join(jobs_frame, how="cross")
+        .with_columns(
+            flops.training_flops(
+                pl.col("active_params"),
+                pl.col("tokens"),
+                pl.col("n_layers"),
+                pl.col("attention_dim"),
+                pl.col("seq_len"),
+            ).alias("train_flops")
+        )
+        .with_columns(_min_chips_to_fit(s).alias("min_chips_to_fit"))
+    )
+
+
+def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
+    """Chips (given, or solved for the target days) and the resulting days, with bands."""
+    # Spot runs lose time to preemptions, so they aim for a shorter uninterrupted time.
+    target = pl.col("target_days") / cost.wall_hours_with_preemption(
+        pl.lit(1.0), pl.col("pricing_model"), s.assumptions.spot_preemption_overhead
+    )
+    frame = frame.with_columns(chips=pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64))
+    for _ in range(SCALE_ITERATIONS):
+        need = sizing.chips_for_days(
+            pl.col("train_flops"), target, _throughput(s, cal, pl.col("chips"), ""), _goodput(s, cal, "")
+        )
+        frame = frame.with_columns(chips=pl.max_horizontal(need, pl.col("min_chips_to_fit").fill_null(1)))
+    frame = frame.with_columns(
+        chips=pl.coalesce(pl.col("chips_given"), sizing.round_to_allowed(pl.col("chips"), pl.col("block_chips")))
+    )
+    chips = pl.col("chips").cast(pl.Float64)
+    columns = {}
+    for band, rate_band, goodput_band in (("", "", ""), ("_low", "_high", "_high"), ("_high", "_low", "_low")):
+        seconds = throughput.train_seconds(
+            pl.col("train_flops"), chips, _throughput(s, cal, chips, rate_band), _goodput(s, cal, goodput_band)
+        )
+        columns[f"train_days{band}"] = seconds / SECONDS_PER_DAY
+    mfu = _throughput(s, cal, chips, "") / pl.col("peak_flops_per_s")
+    tp = _choose_tp(s, pl.col("chips"))
+    frame = frame.with_columns(**columns, mfu=mfu, tensor_parallel=tp)
+    parts = _memory_columns(s, chips, pl.col("tensor_parallel"))
+    return frame.with_columns(**{f"{name}_gb": value / 1e9 for name, value in parts.items()}).with_columns(
+        memory_per_chip_bytes=pl.sum_horizontal(list(parts.values()))
+    )
+
+
+def _clouds_per_accelerator(cat: catalog_mod.Catalog) -> pl.DataFrame:
+    return cat.usable_prices().group_by("accelerator_id").agg(pl.col("cloud").n_unique().alias("clouds_offering"))
+
+
+def _costs(frame: pl.DataFrame, s: Scenario) -> pl.DataFrame:
+    a = s.assumptions
+    model = pl.col("pricing_model")
+    columns = {}
+    for band in BAND:
+        wall = cost.wall_hours_with_preemption(pl.col(f"train_days{band}") * 24, model, a.spot_preemption_overhead)
+        columns[f"train_days{band}"] = wall / 24
+        columns[f"chip_hours{band}"] = cost.billed_chip_hours(pl.col("chips").cast(pl.Float64), wall, model)
+    frame = frame.with_columns(**columns)
+    migration = a.usd_per_engineer_week if a.include_migration_cost else 0.0
+    columns = {}
+    for band in BAND:
+        columns[f"compute_cost_usd{band}"] = pl.col(f"chip_hours{band}") * pl.col(f"usd_per_chip_hour{band}")
+        columns[f"migration_cost_usd{band}"] = pl.col(f"migration_weeks{band}") * migration
+        hours = pl.col(f"train_days{band}") * 24
+        columns[f"energy_kwh{band}"] = cost.energy_kwh(
+            pl.col("chips"), pl.col("watts"), hours, a.host_power_factor, a.pue
+        )
+    frame = frame.with_columns(**columns)
+    return frame.with_columns(
+        **{f"cost_usd{b}": pl.col(f"compute_cost_usd{b}") + pl.col(f"migration_cost_usd{b}") for b in BAND},
+        co2e_kg=cost.co2e_kg(pl.col("energy_kwh"), a.grid_kg_co2e_per_kwh),
+    )
+
+
+OUTPUT_COLUMNS = [
+    "accelerator_id",
+    "name",
+    "vendor",
+    "kind",
+    "offered",
+    "cloud",
+    "pricing_model",
+    "feasible",
+    "infeasible_code",
+    "infeasible_reason",
+    "chips",
+    "tensor_parallel",
+    "min_chips_to_fit",
+    "mfu",
+    "mfu_base",
+    "mfu_base_low",
+    "mfu_base_high",
+    "mfu_basis",
+    "train_days",
+    "train_days_low",
+    "train_days_high",
+    "chip_hours",
+    "chip_hours_low",
+    "chip_hours_high",
+    "usd_per_chip_hour",
+    "usd_per_chip_hour_low",
+    "usd_per_chip_hour_high",
+    "price_rows",
+    "price_as_of",
+    "price_as_of_approx",
+    "price_secondary_source",
+    "compute_cost_usd",
+    "compute_cost_usd_low",
+    "compute_cost_usd_high",
+    "migration_weeks",
+    "migration_weeks_low",
+    "migration_weeks_high",
+    "migration_cost_usd",
+    "cost_usd",
+    "cost_usd_low",
+    "cost_usd_high",
+    "memory_per_chip_gb",
+    "hbm_gb",
+    "fits_in_memory",
+    *(f"{c}_gb" for c in memory.COMPONENTS),
+    "energy_kwh",
+    "energy_kwh_low",
+    "energy_kwh_high",
+    "co2e_kg",
+    "run_framework",
+    "framework_switch",
+    "support",
+    "team_framework_support",
+    "framework_efficiency",
+    "train_flops",
+    "peak_flops_per_s",
+    "clouds_offering",
+    "params",
+    "tokens",
+]
+
+
+def evaluate_full(
+    scenario: Scenario,
+    catalog: catalog_mod.Catalog | None = None,
+    calibration: calibration_mod.Calibration | None = None,
+    jobs_frame: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Every option with every input and intermediate column (for sweeps, charts and explanations).
+
+    ``jobs_frame`` (from :func:`job_frame`) evaluates several jobs at once; the ``job`` and ``sweep``
+    columns tell them apart. By default: the scenario's own job only.
+    """
+    cat = catalog or _default_catalog()
+    cal = calibration or _default_calibration(cat)
+    frame = (
+        _accelerator_frame(scenario, cat, cal, job_frame(scenario) if jobs_frame is None else jobs_frame)
+        .join(cat.price_summary(scenario.pricing, scenario.constraints.clouds), on="accelerator_id", how="left")
+        .join(_clouds_per_accelerator(cat), on="accelerator_id", how="left")
+        .with_columns(pl.col("pricing_model").fill_null(scenario.pricing[0]))
+    )
+    frame = _costs(_size(frame, scenario, cal), scenario).with_columns(
+        memory_per_chip_gb=pl.col("memory_per_chip_bytes") / 1e9,
+        hbm_gb=pl.col("hbm_bytes") / 1e9,
+        fits_in_memory=(
+            pl.col("memory_per_chip_bytes") <= pl.col("hbm_bytes") * scenario.assumptions.hbm_usable_fraction
+        ),
+    )
+    frame = frame.with_columns(**rules.first_failing(rules.rules_for(scenario))).with_columns(
+        feasible=pl.col("infeasible_reason").is_null()
+    )
+    return frame.sort(["job", "feasible", "cost_usd"], descending=[False, True, False], nulls_last=True)
+
+
+def evaluate(
+    scenario: Scenario,
+    catalog: catalog_mod.Catalog | None = None,
+    calibration: calibration_mod.Calibration | None = None,
+) -> pl.DataFrame:
+    """Every (accelerator, cloud, pricing model) option for ``scenario``; feasible ones sorted by cost first."""
+    return evaluate_full(scenario, catalog, calibration).select(OUTPUT_COLUMNS)
+
+
+def sweep(
+    scenario: Scenario,
+    picks: pl.DataFrame,
+    catalog: catalog_mod.Catalog | None = None,
+    calibration: calibration_mod.Calibration | None = None,
+    **vary,
+) -> pl.DataFrame:
+    """Evaluate chosen options (``picks``: accelerator_id, cloud, pricing_model) over varied jobs.
+
+    ``vary`` is ``params=[...]`` (model sizes) or ``days=[...]`` (target durations); see :func:`jobs`.
+    """
+    narrowed = dataclasses.replace(scenario, accelerators=tuple(picks["accelerator_id"].unique()))
+    frame = evaluate_full(narrowed, catalog, calibration, job_frame(scenario, **vary))
+    return picked(frame.filter(pl.col("sweep") != "main"), picks)
+
+
+def picked(frame: pl.DataFrame, picks: pl.DataFrame) -> pl.DataFrame:
+    """Rows of ``frame`` for the chosen (accelerator, cloud, pricing model) options."""
+    return frame.join(
+        picks.select("accelerator_id", "cloud", "pricing_model"),
+        on=["accelerator_id", "cloud", "pricing_model"],
+        how="semi",
+    )
+
+
+def memory_breakdown(frame: pl.DataFrame) -> pl.DataFrame:
+    """Long frame (accelerator_id, chips, component, gb, hbm_gb) of memory per chip; the parts sum to
+    ``memory_per_chip_gb`` of each option."""
+    keys = ["accelerator_id", "name", "chips", "tensor_parallel", "hbm_gb"]
+    return (
+        frame.select(*keys, *(f"{c}_gb" for c in memory.COMPONENTS))
+        .unpivot(index=keys, variable_name="component", value_name="gb")
+        .with_columns(pl.col("component").str.strip_suffix("_gb"))
+    )

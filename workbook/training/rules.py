@@ -1,0 +1,109 @@
+"""Why an option cannot be used: an ordered list of named rules over the options frame.
+
+Each rule has a stable ``code`` (tests and code match codes, never the English), a condition (a polars
+expression over the options frame) and a plain-words reason. The first rule that holds decides an option's
+``infeasible_code`` and ``infeasible_reason``; an option no rule rejects is feasible. A new rule is one
+entry in :func:`rules_for` (and, if it needs a new input, that input in the scenario).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+
+from workbook.model import cost
+from workbook.training.scenario import Scenario
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    code: str
+    condition: pl.Expr  # true where the option is ruled out
+    reason: pl.Expr  # plain words, may quote the option's numbers
+
+
+def rules_for(s: Scenario) -> list[Rule]:
+    """The rules for ``s``, in the order they are checked (hardware and data first, the user's limits last)."""
+    c = s.constraints
+    checks = [
+        Rule(
+            "no_precision",
+            pl.col("peak_flops_per_s").is_null(),
+            pl.format("{} has no {} support", pl.col("name"), pl.lit(s.precision.upper())),
+        ),
+        Rule(
+            "framework_unsupported",
+            pl.col("support") == "unsupported",
+            pl.format("{} training is not supported on {}", pl.lit(s.framework), pl.col("kind")),
+        ),
+        Rule(
+            "no_mfu",
+            pl.col("mfu_base").is_null() & pl.lit(s.assumptions.mfu_override is None),
+            pl.format("no calibrated {} MFU for {} (set an MFU override)", pl.lit(s.precision.upper()), pl.col("name")),
+        ),
+        Rule(
+            "no_price",
+            pl.col("usd_per_chip_hour").is_null(),
+            pl.format("no {} price for {} in the dataset", pl.lit(" / ".join(s.pricing)), pl.col("name")),
+        ),
+        Rule(
+            "no_fit_any_count",
+            pl.col("min_chips_to_fit").is_null(),
+            pl.lit("does not fit in memory at any chip count (activations alone exceed HBM)"),
+        ),
+        Rule(
+            "over_max_job",
+            pl.col("chips") > pl.col("max_job_chips"),
+            pl.format("needs {} chips; the largest documented job is {}", pl.col("chips"), pl.col("max_job_chips")),
+        ),
+        Rule(
+            "no_fit",
+            pl.col("chips") < pl.col("min_chips_to_fit"),
+            pl.format("does not fit in memory: needs at least {} chips", pl.col("min_chips_to_fit")),
+        ),
+        Rule(
+            "capacity_block_too_long",
+            (pl.col("pricing_model") == "capacity-block") & (pl.col("train_days") > cost.CAPACITY_BLOCK_MAX_DAYS),
+            pl.lit(f"capacity blocks last at most {cost.CAPACITY_BLOCK_MAX_DAYS} days"),
+        ),
+    ]
+    if c.multi_cloud:
+        checks.append(
+            Rule(
+                "single_cloud",
+                pl.col("clouds_offering").fill_null(0) < 2,
+                pl.lit("offered by only one cloud (multi-cloud required)"),
+            )
+        )
+    checks.append(
+        Rule(
+            "past_deadline",
+            pl.col("train_days") > pl.col("deadline_days"),
+            pl.format(
+                "takes {} days, past the {}-day deadline", pl.col("train_days").round(1), pl.col("deadline_days")
+            ),
+        )
+    )
+    checks.append(
+        Rule(
+            "over_budget",
+            pl.col("cost_usd") > pl.col("budget_usd"),
+            pl.format(
+                "costs ${}M, over the ${}M budget",
+                (pl.col("cost_usd") / 1e6).round(2),
+                (pl.col("budget_usd") / 1e6).round(2),
+            ),
+        )
+    )
+    return checks
+
+
+def first_failing(checks: list[Rule]) -> dict[str, pl.Expr]:
+    """``infeasible_code`` and ``infeasible_reason`` of the first rule that holds (null when none does)."""
+    code, reason = pl.lit(None, pl.String), pl.lit(None, pl.String)
+    for rule in reversed(checks):
+        hit = rule.condition.fill_null(False)
+        code = pl.when(hit).then(pl.lit(rule.code)).otherwise(code)
+        reason = pl.when(hit).then(rule.reason).otherwise(reason)
+    return {"infeasible_code": code, "infeasible_reason": reason}

@@ -1,0 +1,110 @@
+"""Frozen inputs of a training job: tokens, framework, precision, constraints and the assumptions.
+
+Each dataclass checks its own invariants in ``__post_init__`` and raises
+:class:`workbook.errors.InputError` naming the field and the accepted range; nothing is clamped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
+from workbook.errors import InputError
+from workbook.errors import check_choice as _choice
+from workbook.errors import check_number as _number
+from workbook.model.spec import ModelSpec
+
+__all__ = ["COMPUTE_OPTIMAL_TOKENS_PER_PARAM", "Assumptions", "Constraints", "ModelSpec", "Scenario"]
+
+COMPUTE_OPTIMAL_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022 ("Chinchilla"): the default token budget
+
+
+@dataclasses.dataclass(frozen=True)
+class Assumptions:
+    """Every default the model uses, visible and overridable. Sources in ``docs``/README."""
+
+    mfu_override: Optional[float] = None  # replaces the calibrated MFU for every option
+    goodput_override: Optional[float] = None  # replaces the calibrated goodput
+    zero_stage: int = 3  # ZeRO/FSDP sharding of model states across data-parallel chips
+    recompute: str = "selective"  # activation recomputation: none | selective | full
+    micro_batch_seqs: int = 1
+    hbm_usable_fraction: float = 0.90  # allocator fragmentation + runtime buffers (assumption)
+    framework_overhead_bytes: float = 2e9  # CUDA/XLA context, communication buffers (assumption)
+    spot_preemption_overhead: float = 0.15  # extra chip-hours lost to preemptions on spot (assumption)
+    pue: float = 1.2  # data-centre power usage effectiveness (hyperscaler fleet averages ~1.1-1.2)
+    host_power_factor: float = 1.5  # system power / accelerator power (DGX H100: 10.2 kW for 5.6 kW of GPUs = 1.8)
+    grid_kg_co2e_per_kwh: float = 0.37  # world-average grid intensity (IEA ~2023); set your region's
+    usd_per_engineer_week: float = 6000.0  # fully loaded ML engineer (~$300k/year / 50 weeks), assumption
+    include_migration_cost: bool = True
+
+    def __post_init__(self):
+        if self.mfu_override is not None:
+            _number("mfu_override", self.mfu_override, 0.01, 0.95)
+        if self.goodput_override is not None:
+            _number("goodput_override", self.goodput_override, 0.1, 1.0)
+        _number("zero_stage", self.zero_stage, 0, 3, integer=True)
+        _choice("recompute", self.recompute, ("none", "selective", "full"))
+        _number("micro_batch_seqs", self.micro_batch_seqs, 1, 4096, integer=True)
+        _number("hbm_usable_fraction", self.hbm_usable_fraction, 0.5, 1.0)
+        _number("framework_overhead_bytes", self.framework_overhead_bytes, 0, 64e9)
+        _number("spot_preemption_overhead", self.spot_preemption_overhead, 0, 2)
+        _number("pue", self.pue, 1.0, 3.0)
+        _number("host_power_factor", self.host_power_factor, 1.0, 3.0)
+        _number("grid_kg_co2e_per_kwh", self.grid_kg_co2e_per_kwh, 0, 2)
+        _number("usd_per_engineer_week", self.usd_per_engineer_week, 0, 1e6)
+
+
+@dataclasses.dataclass(frozen=True)
+class Constraints:
+    """Limits the recommendation must respect."""
+
+    deadline_days: Optional[float] = None
+    budget_usd: Optional[float] = None
+    framework_lock_in: bool = False  # the team will not switch frameworks
+    multi_cloud: bool = False  # the chip must be rentable on at least two clouds (excludes TPU, Trainium)
+    clouds: tuple[str, ...] = ()  # only these clouds (e.g. ("gcp",)); empty = all
+
+    def __post_init__(self):
+        if self.deadline_days is not None:
+            _number("deadline_days", self.deadline_days, 0.01, 3650)
+        if self.budget_usd is not None:
+            _number("budget_usd", self.budget_usd, 1, 1e12)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """One training job: model, tokens, framework, precision, and either chips or target days."""
+
+    model: ModelSpec
+    tokens: float
+    framework: str = "pytorch"
+    precision: str = "bf16"
+    chips: Optional[int] = None
+    days: Optional[float] = None
+    pricing: tuple[str, ...] = PRICING_MODELS
+    accelerators: tuple[str, ...] = ()  # empty = every accelerator in the catalog
+    constraints: Constraints = Constraints()
+    assumptions: Assumptions = Assumptions()
+
+    def __post_init__(self):
+        _number("tokens", self.tokens, 1e6, 1e15)
+        _choice("framework", self.framework, FRAMEWORKS)
+        _choice("precision", self.precision, PRECISIONS)
+        if self.chips is not None and self.days is not None:
+            raise InputError("chips", "give either chips or days, not both")
+        if self.chips is not None:
+            _number("chips", self.chips, 1, 10_000_000, integer=True)
+        if self.days is not None:
+            _number("days", self.days, 0.01, 3650)
+        if not self.pricing:
+            raise InputError("pricing", f"needs at least one of {', '.join(PRICING_MODELS)}")
+        for model in self.pricing:
+            _choice("pricing", model, PRICING_MODELS)
+
+    @property
+    def target_days(self) -> float:
+        """Days the sizing aims for when neither chips nor days are given: the deadline, else 30."""
+        if self.days is not None:
+            return self.days
+        return self.constraints.deadline_days or 30.0
