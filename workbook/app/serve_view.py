@@ -1,4 +1,7 @@
-"""The "Serve" view: traffic, latency targets and precision -> serving options, charts and a card."""
+"""The "Serve" view: traffic, latency targets and precision -> serving options, charts and a card.
+
+The model served is the Train tab's model (one spec for both phases) unless "Serve a different model" is ticked;
+the card and the train-then-serve chart name which model each phase uses."""
 
 from __future__ import annotations
 
@@ -23,11 +26,18 @@ WIDE = w.Layout(width="420px")
 class ServeView:
     """Controls -> ServeScenario -> ``serving.evaluate_serving`` -> card, charts, table."""
 
-    def __init__(self, catalog: Catalog, train_frame: Callable[[], pl.DataFrame | None]):
+    def __init__(
+        self,
+        catalog: Catalog,
+        train_frame: Callable[[], pl.DataFrame | None],
+        train_model: Callable[[], ModelSpec | None] = lambda: None,
+    ):
         self.catalog = catalog
         self.train_frame = train_frame
+        self.train_model = train_model
         clouds = ["any"] + sorted(catalog.usable_prices()["cloud"].unique())
         self.controls = {
+            "own_model": w.Checkbox(value=False, description="Serve a different model than the Train tab's"),
             "params_b": log_slider("Model size (B params)", 70, 0.1, 2000),
             "precision": w.ToggleButtons(
                 options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS],
@@ -48,6 +58,21 @@ class ServeView:
             "rps": log_slider("Requests per second", 10, 0.01, 10_000),
             "ttft_ms": log_slider("First-token target (ms)", 2000, 10, 60_000, ".0f"),
             "tpot_ms": log_slider("Per-token target (ms)", 50, 2, 1000, ".0f"),
+            "headroom_pct": w.IntSlider(
+                value=round(serving.DEFAULT_HEADROOM * 100),
+                min=round(serving.scenario.MIN_HEADROOM * 100),
+                max=round(serving.scenario.MAX_HEADROOM * 100),
+                description="Headroom target (% of capacity)",
+                continuous_update=False,
+                style=STYLE,
+                layout=WIDE,
+            ),
+            "stack": w.ToggleButtons(
+                options=[("Best published stack", "best"), ("Generic open-source stack", "generic")],
+                value="best",
+                description="Software",
+                style={**STYLE, "button_width": "170px"},
+            ),
             "pricing": w.Dropdown(
                 options=["on-demand", "spot", "commit-1y", "commit-3y", "capacity-block", "reserved-contract"],
                 value="on-demand",
@@ -65,9 +90,10 @@ class ServeView:
                 layout=WIDE,
             ),
         }
-        self.status, self.card, self.table = w.HTML(), w.HTML(), w.HTML()
+        self.status, self.card, self.table, self.model_note = w.HTML(), w.HTML(), w.HTML(), w.HTML()
         self.charts = ChartGrid(template_specs(cs.TEMPLATES), layout=w.Layout(width="100%"))
         self.frame: pl.DataFrame | None = None
+        self.recommendation: serving.ServingRecommendation | None = None
         self.scenario: serving.ServeScenario | None = None
         for control in self.controls.values():
             control.observe(lambda change: self.update(), names="value")
@@ -78,6 +104,8 @@ class ServeView:
         left = w.VBox(
             [
                 w.HTML("<b>Model</b>"),
+                self.model_note,
+                c["own_model"],
                 c["params_b"],
                 c["precision"],
                 c["kv_precision"],
@@ -87,7 +115,9 @@ class ServeView:
                 c["rps"],
                 c["ttft_ms"],
                 c["tpot_ms"],
+                c["headroom_pct"],
                 w.HTML("<b>Where</b>"),
+                c["stack"],
                 c["pricing"],
                 c["cloud"],
                 w.HTML("<b>Train, then serve</b>"),
@@ -101,11 +131,23 @@ class ServeView:
         )
         return w.HBox([left, right])
 
+    def model(self) -> tuple[ModelSpec, str]:
+        """The served model and its label: the Train tab's, unless the override is ticked."""
+        trained = self.train_model()
+        own = self.controls["own_model"].value or trained is None
+        self.controls["params_b"].disabled = not own
+        if own:
+            spec = ModelSpec.from_params(self.controls["params_b"].value * 1e9)
+            return spec, f"Serving a {spec.params / 1e9:,.1f}B-parameter model (set here, not the Train tab's)"
+        return trained, f"Serving the Train tab's model: {_size(trained)}"
+
     def scenario_from_controls(self) -> serving.ServeScenario:
         v = {k: c.value for k, c in self.controls.items()}
         try:
+            model, label = self.model()
+            self.model_note.value = f"<div style='font-size:13px;color:#555'>{label}</div>"
             return serving.ServeScenario(
-                model=ModelSpec.from_params(v["params_b"] * 1e9),
+                model=model,
                 weight_precision=v["precision"],
                 kv_precision=v["kv_precision"],
                 prompt_tokens=v["prompt_tokens"],
@@ -115,6 +157,8 @@ class ServeView:
                 tpot_ms=v["tpot_ms"],
                 pricing=(v["pricing"],),
                 clouds=() if v["cloud"] == "any" else (v["cloud"],),
+                headroom=v["headroom_pct"] / 100,
+                stack_choice=v["stack"],
             )
         except InputError as err:
             raise InputError(err.field.replace("_", " ").capitalize(), err.message) from None
@@ -137,15 +181,41 @@ class ServeView:
         self.scenario = scenario
         frame = serving.evaluate_serving(scenario, self.catalog)
         self.frame = frame
-        self.card.value = views.serving_card(cs.best_options(frame), frame, scenario)
+        self.recommendation = serving.recommend_serving(frame, scenario)
+        self.card.value = views.serving_card(self.recommendation, self._phases())
         self.table.value = views.serving_table(frame)
         self.charts.datasets = cs.tab_datasets(frame, scenario, self.catalog, self._combos())
+
+    def _phases(self) -> str:
+        """'Train, then serve' in words: which model each phase uses."""
+        trained, served = self.train_model(), self.scenario.model if self.scenario else None
+        if trained is None or served is None:
+            return ""
+        same = trained == served
+        return (
+            f"Train: {_size(trained)}. Serve: {_size(served)}"
+            + ("" if same else " (a different model from the one trained)")
+            + "."
+        )
 
     def _combos(self) -> pl.DataFrame | None:
         train = self.train_frame()
         return None if train is None else serving.train_then_serve(train, self.frame, self.controls["months"].value)
 
     def refresh_combined(self) -> None:
-        """The training view changed: only the train-then-serve chart depends on it."""
-        if self.frame is not None:
+        """The training view changed: the served model follows it unless overridden; otherwise only the
+        train-then-serve chart and the phase labels depend on it."""
+        if (
+            self.scenario is not None
+            and not self.controls["own_model"].value
+            and self.train_model() != self.scenario.model
+        ):
+            self.update()
+        elif self.frame is not None:
             self.charts.datasets = {**self.charts.datasets, "combined": cs.combined_datasets(self._combos())}
+            self.card.value = views.serving_card(self.recommendation, self._phases())
+
+
+def _size(spec: ModelSpec) -> str:
+    active = f" ({spec.active_params / 1e9:,.1f}B active)" if spec.active_params < spec.params else ""
+    return f"{spec.params / 1e9:,.1f}B parameters{active}"

@@ -65,9 +65,13 @@ class Dashboard:
     def _on_tab(self, change) -> None:
         """The Serve view is built and computed when first shown, so the Train page loads without paying for it."""
         if change["new"] == 1 and self.serve is None:
-            self.serve = ServeView(self.catalog, lambda: self.train.frame)
+            self.serve = ServeView(self.catalog, lambda: self.train.frame, self._train_model)
             self.tabs.children = [self.tabs.children[0], self.serve.widget]
             self.serve.update()
+
+    def _train_model(self):
+        """The Train tab's model (its scenario's ModelSpec), or None before its first answer."""
+        return None if self.train.scenario is None else self.train.scenario.model
 
     def _on_train_result(self) -> None:
         """The training answer changed: the Serve tab's train-then-serve chart depends on it."""

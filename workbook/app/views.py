@@ -108,57 +108,53 @@ def accuracy(lines: list[str]) -> str:
     )
 
 
-def serving_card(best: pl.DataFrame, frame: pl.DataFrame, scenario) -> str:
-    """The serving answer in plain words: where, how many chips, what a million tokens costs, and why."""
-    if best.height == 0:
-        blocked = frame.unique("accelerator_id", keep="first").head(5)
-        why = "".join(
-            f"<li>{html.escape(r['name'])}: {html.escape(r['infeasible_reason'] or '')}</li>"
-            for r in blocked.to_dicts()
+def serving_card(rec, model_label: str = "") -> str:
+    """The serving answer (:func:`workbook.serving.recommend_serving`) in plain words: where, how many chips,
+    what a million tokens and a month cost, warnings first (above the headroom target, at a latency's edge)."""
+    label = f"<div style='color:#555;margin-bottom:4px'>{html.escape(model_label)}</div>" if model_label else ""
+    warnings = "".join(
+        f"<div class='wb-warning' style='color:#9a6700;font-weight:600'>{html.escape(w)}</div>" for w in rec.warnings
+    )
+    items = "".join(f"<li>{html.escape(r)}</li>" for r in rec.reasons)
+    ruled_out = ""
+    if rec.infeasible.height:
+        blocked = "".join(
+            f"<li>{html.escape(r['name'])}: {html.escape(r['reason'] or '')}</li>" for r in rec.infeasible.to_dicts()
         )
-        return (
-            f'<div class="wb-card" style="{CARD_STYLE}"><div class="wb-headline" '
-            'style="font-size:18px;font-weight:600">'
-            f"No accelerator meets these targets</div><ul>{why}</ul></div>"
+        ruled_out = (
+            f"<details style='margin-top:6px'><summary>Ruled out ({rec.infeasible.height})</summary>"
+            f"<ul style='margin:4px 0 0 18px;padding:0'>{blocked}</ul></details>"
         )
-    top = best.row(0, named=True)
-    reasons = [
-        f"{top['replicas']} replica(s) of {top['chips_per_replica']} chip(s) (batch up to {top['batch']}) serve "
-        f"{scenario.output_tokens_per_s:,.0f} output tokens/s at {top['utilisation']:.0%} load; "
-        f"first token in {top['ttft_ms']:.0f} ms, then {top['tpot_ms']:.1f} ms per token (decode is "
-        f"{top['decode_bound']}-bound).",
-        f"At full load the same chips would cost {top['usd_per_million_tokens_at_full_load']:.3f} $ "
-        "per million tokens; "
-        f"your traffic pays for {1 - top['utilisation']:.0%} idle headroom.",
-        f"Memory per chip: {top['memory_per_chip_gb']:.0f} GB of {top['hbm_gb']:.0f} GB "
-        f"(weights {top['weights_gb']:.0f}, KV cache {top['kv_cache_gb']:.0f}).",
-    ]
-    if best.height > 1:
-        second = best.row(1, named=True)
-        reasons.append(
-            f"{1 - top['usd_per_million_tokens'] / second['usd_per_million_tokens']:.0%} cheaper per token than "
-            f"{second['name']} on {second['cloud']} ({second['usd_per_million_tokens']:.3f} $/M)."
-        )
-    items = "".join(f"<li>{html.escape(r)}</li>" for r in reasons)
     return (
-        f'<div class="wb-card" style="{CARD_STYLE}"><div class="wb-headline" style="font-size:18px;font-weight:600">'
-        f"Serve on {html.escape(top['name'])} ({html.escape(top['cloud'])}, {top['pricing_model']}): "
-        f"{top['chips']:,} chips, "
-        f"{top['usd_per_million_tokens']:.3f} $ per million output tokens "
-        f"({usd(top['usd_per_hour'] * 730)} a month)</div>"
-        f"<ul style='margin:4px 0 0 18px;padding:0'>{items}</ul></div>"
+        f'<div class="wb-card" style="{CARD_STYLE}">{label}<div class="wb-headline" '
+        f'style="font-size:18px;font-weight:600">{html.escape(rec.headline)}</div>{warnings}'
+        f"<ul style='margin:4px 0 0 18px;padding:0'>{items}</ul>{ruled_out}</div>"
     )
 
 
 def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
-    head = ["Accelerator", "Cloud", "Pricing", "Chips", "TTFT", "ms/token", "$ / M tokens", "Memory / chip", "Status"]
+    head = [
+        "Accelerator",
+        "Software",
+        "Cloud",
+        "Pricing",
+        "Chips",
+        "Load",
+        "TTFT",
+        "ms/token",
+        "$ / M tokens",
+        "Memory / chip",
+        "Status",
+    ]
     rows = []
     for r in frame.head(limit).to_dicts():
         cells = [
             r["name"],
+            r["stack_name"],
             r["cloud"] or "–",
             r["pricing_model"],
-            f"{r['chips']:,}",
+            f"{r['replicas']:,} x {r['chips_per_replica']}",
+            f"{r['utilisation']:.0%}" if r["feasible"] else "–",
             f"{r['ttft_ms']:.0f} ms",
             f"{r['tpot_ms']:.1f}",
             "–" if r["usd_per_million_tokens"] is None else f"{r['usd_per_million_tokens']:.3f}",

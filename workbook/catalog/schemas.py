@@ -184,11 +184,23 @@ class PlatformPorts(pa.DataFrameModel):
         unique = ["vendor", "kind"]
 
 
+# Serving software stacks with published results (trtllm-static: TensorRT-LLM before in-flight batching).
+SERVING_STACKS = ("trtllm", "trtllm-static", "vllm-cuda", "vllm-rocm", "jetstream", "vllm-tpu", "neuron")
+
+
 class InferenceRuns(pa.DataFrameModel):
-    """Published serving measurements: batch-1 latencies calibrate the roofline, throughputs validate it."""
+    """Published serving measurements, each with its software stack and publication date.
+
+    ``calibrate`` rows fit the stack's efficiencies (batch-1 latencies: HBM bandwidth; offline throughputs:
+    compute, the newest round of each stack); ``validate`` rows (server throughput, mean TTFT/TPOT at the
+    published load ``load_tokens_per_s``) are only predicted. The backtest predicts every row from the other
+    systems' results (workbook.serving.validation)."""
 
     run_id: str = pa.Field(unique=True, str_matches=SLUG)
     role: str = pa.Field(isin=("calibrate", "validate"))
+    stack: str = pa.Field(isin=SERVING_STACKS)
+    round: str = pa.Field(str_length={"min_value": 2})
+    published: pl.Date
     accelerator_id: str = pa.Field(str_matches=SLUG)
     chips: int = pa.Field(ge=1)
     tensor_parallel: Optional[int] = pa.Field(nullable=True, ge=1)
@@ -198,6 +210,7 @@ class InferenceRuns(pa.DataFrameModel):
     n_layers: int = pa.Field(gt=0)
     n_kv_heads: int = pa.Field(gt=0)
     head_dim: int = pa.Field(gt=0)
+    hidden_dim: int = pa.Field(gt=0)
     weight_precision: str = pa.Field(isin=("bf16", "fp8", "int8", "int4"))
     kv_precision: str = pa.Field(isin=("bf16", "fp8", "int8"))
     scenario: str = pa.Field(isin=("latency", "offline", "server"))
@@ -207,6 +220,7 @@ class InferenceRuns(pa.DataFrameModel):
     output_tokens: float = pa.Field(gt=0)
     ttft_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
     tpot_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
+    load_tokens_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
     measure: str = pa.Field(isin=("tpot_ms", "ttft_ms", "tokens_per_s"))
     value: float = pa.Field(gt=0)
     source: str = pa.Field(str_length={"min_value": 3})

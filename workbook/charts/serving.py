@@ -45,6 +45,7 @@ def price_template() -> alt.LayerChart:
             alt.Tooltip("option:N", title="Option"),
             alt.Tooltip("chips:Q", format=","),
             alt.Tooltip("replicas:Q", title="Replicas"),
+            alt.Tooltip("stack_name:N", title="Software"),
             alt.Tooltip("tpot_ms:Q", title="ms per token", format=".1f"),
             alt.Tooltip("usd_per_million_tokens:Q", title="$ / M tokens", format=PER_M),
             alt.Tooltip("usd_per_million_tokens_at_full_load:Q", title="$ / M at full load", format=PER_M),
@@ -74,6 +75,7 @@ def price_datasets(frame: pl.DataFrame, top: int = 12) -> dict[str, list[dict]]:
         "kind",
         "chips",
         "replicas",
+        "stack_name",
         "tpot_ms",
         "usd_per_million_tokens",
         "usd_per_million_tokens_low",
@@ -102,7 +104,7 @@ def tradeoff_template() -> alt.LayerChart:
             color=alt.Color("option:N", title="Accelerator", legend=alt.Legend(orient="bottom", columns=1)),
             tooltip=[
                 alt.Tooltip("option:N", title="Accelerator"),
-                alt.Tooltip("batch:Q", title="Batch"),
+                alt.Tooltip("load_pct:Q", title="Load (% of capacity)", format=".0f"),
                 alt.Tooltip("tpot_ms:Q", title="ms per token", format=".1f"),
                 alt.Tooltip("tokens_per_s_per_chip:Q", title="tokens/s per chip", format=",.0f"),
             ],
@@ -111,8 +113,8 @@ def tradeoff_template() -> alt.LayerChart:
     target = alt.Chart(alt.NamedData("target")).mark_rule(strokeDash=[6, 4], color="#c00").encode(x="tpot_ms:Q")
     return alt.layer(line, target, message_layer()).properties(
         title=alt.TitleParams(
-            "Throughput vs latency as the batch grows",
-            subtitle="each point is a batch size; red = your per-token target",
+            "Throughput vs latency as the load grows",
+            subtitle="each point is a load on one replica (prefill interleaved); red = your per-token target",
         ),
         width=WIDTH,
         height=260,
@@ -120,9 +122,12 @@ def tradeoff_template() -> alt.LayerChart:
 
 
 def tradeoff_datasets(curve: pl.DataFrame, tpot_target_ms: float | None) -> dict[str, list[dict]]:
-    data = curve.with_columns(option=pl.format("{} (TP{})", pl.col("name"), pl.col("tensor_parallel")))
+    data = curve.with_columns(
+        option=pl.format("{} (TP{})", pl.col("name"), pl.col("tensor_parallel")),
+        load_pct=pl.col("load_fraction") * 100,
+    ).filter((pl.col("load_pct").round(0) % 5) == 0)  # every 5%: enough points for the curve
     return {
-        "curve": rows(data, ["option", "batch", "tpot_ms", "tokens_per_s_per_chip"]),
+        "curve": rows(data, ["option", "load_pct", "tpot_ms", "tokens_per_s_per_chip"]),
         "target": [] if tpot_target_ms is None else [{"tpot_ms": tpot_target_ms}],
         "message": message_rows(None if data.height else "No configuration fits"),
     }

@@ -1,22 +1,49 @@
-"""Serving formulas: memory, prefill and decode time (roofline with calibrated efficiencies), throughput.
+"""Serving formulas: memory, and a replica under continuous batching with chunked prefill.
 
 * Weights: params x bytes per weight (bf16 2, fp8/int8 1, int4 0.5), split over the tensor-parallel degree t.
 * KV cache per token: 2 (K and V) x layers x KV heads x head size x bytes per KV element; a sequence holds
   prompt + output tokens (on average prompt + output/2 while it decodes).
-* Prefill (time to first token) is compute-bound: 2 x N_active x prompt tokens / (t x peak x prefill efficiency).
-* A decode step for a batch of B sequences reads the weights once and every sequence's KV cache, and does
-  2 x N_active FLOPs per sequence: step = max(bytes / (t x HBM bandwidth x bandwidth efficiency),
-  FLOPs / (t x peak x compute efficiency)). Time per output token = step time.
-* With continuous batching a replica serves r requests/s where r x (prefill time + output x step / B) = 1,
-  i.e. output tokens/s = output / (prefill + output x step / B).
-For a mixture of experts, weights read per step grow from the active to the total parameters as the batch
+* One request costs the replica, in seconds of its time (t chips, dense peak x compute efficiency ``eta_c``,
+  HBM bandwidth x bandwidth efficiency ``eta_bw``):
+  prefill  = P x (2 N_active / (t peak eta_c) + c)      (compute-bound; c = tensor-parallel all-reduce per token)
+  decode   = O x (2 N_active / (t peak eta_c) + c)      (the FLOPs of its O output tokens)
+  KV reads = O x kv_per_token x (P + O/2) / (t bw eta_bw)  (each decode step reads the sequence's cache)
+* Continuous batching with chunked prefill: every step reads the weights once (``weights_s`` = weight bytes per
+  chip / (bw eta_bw)) and, at load lambda requests/s, spends lambda x step x (max(decode, KV reads) + prefill) on
+  the requests' work: prefill chunks steal time from decode steps instead of waiting for an idle replica. So
+  step = weights_s + rho x step, i.e. **step = weights_s / (1 - rho)**, with rho = lambda / capacity and
+  **capacity = 1 / (max(decode, KV reads) + prefill)** requests/s. Time per output token = step.
+  (Weight streaming is not overlapped with the work: conservative; the calibrated efficiencies absorb it.)
+* Sequences in flight (Little's law): B = lambda x O x step; their KV cache must fit next to the weights.
+* Time to first token = the prompt's prefill + one step, plus the wait for a step with room for it, an M/D/1
+  queue on steps: step x rho / (2 (1 - rho)).
+For a mixture of experts the weights read per step grow from the active to the total parameters as the batch
 touches more experts: min(total, active x B).
 """
+
+from __future__ import annotations
+
+import polars as pl
 
 from workbook.model.units import FMA_FLOPS
 
 BYTES_PER_ELEMENT = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 KV_TENSORS = 2  # keys and values
+ALLREDUCES_PER_LAYER = 2  # Megatron tensor parallel: one after attention, one after the MLP
+ACTIVATION_BYTES = 2.0  # all-reduced activations travel in BF16
+
+
+def _maximum(a, b):
+    """max for floats and polars expressions alike."""
+    if isinstance(a, pl.Expr) or isinstance(b, pl.Expr):
+        return pl.max_horizontal(a, b)
+    return max(a, b)
+
+
+def _minimum(a, b):
+    if isinstance(a, pl.Expr) or isinstance(b, pl.Expr):
+        return pl.min_horizontal(a, b)
+    return min(a, b)
 
 
 def kv_bytes_per_token(n_layers, n_kv_heads, head_dim, kv_bytes):
@@ -31,11 +58,7 @@ def kv_cache_bytes(batch, kv_bytes_per_token_, prompt_tokens, output_tokens, liv
 
 def weights_read_bytes(params, active_params, batch, weight_bytes):
     """Bytes of weights one decode step reads: the active experts of every sequence, at most all weights."""
-    return (
-        weight_bytes * (active_params * batch).clip(upper_bound=params)
-        if hasattr(batch, "clip")
-        else weight_bytes * min(params, active_params * batch)
-    )
+    return weight_bytes * _minimum(active_params * batch, params)
 
 
 def prefill_seconds(active_params, prompt_tokens, chips, peak_flops_per_s, efficiency):
@@ -45,12 +68,45 @@ def prefill_seconds(active_params, prompt_tokens, chips, peak_flops_per_s, effic
 def decode_step_seconds(
     weight_bytes, kv_bytes, batch, active_params, chips, bandwidth, peak, bw_efficiency, flops_efficiency
 ):
-    """Seconds per decode step for ``batch`` sequences on ``chips`` (the slower of memory and compute)."""
+    """Seconds per decode step for ``batch`` sequences on ``chips``: (memory, compute) times of the roofline."""
     memory = (weight_bytes + kv_bytes) / (chips * bandwidth * bw_efficiency)
     compute = FMA_FLOPS * active_params * batch / (chips * peak * flops_efficiency)
     return memory, compute
 
 
-def output_tokens_per_s(output_tokens, prefill_s, step_s, batch):
-    """Output tokens per second of one replica under continuous batching."""
-    return output_tokens / (prefill_s + output_tokens * step_s / batch)
+def allreduce_seconds_per_token(n_layers, hidden_dim, chips, link_bytes_per_s):
+    """Tensor-parallel communication per token: 2 ring all-reduces per layer of hidden x 2 bytes, each moving
+    2 (t-1)/t of the message over the chip's link (NVLink, ICI, or PCIe for L4/L40S/A10G cards)."""
+    ring = 2 * (chips - 1) / chips
+    return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / link_bytes_per_s
+
+
+def request_seconds(active_params, prompt_tokens, output_tokens, chips, peak, eta_c, comm_per_token):
+    """(prefill, decode) replica-seconds of compute one request costs."""
+    per_token = FMA_FLOPS * active_params / (chips * peak * eta_c) + comm_per_token
+    return prompt_tokens * per_token, output_tokens * per_token
+
+
+def kv_read_seconds(kv_bytes_per_token_, prompt_tokens, output_tokens, chips, bandwidth, eta_bw):
+    """Replica-seconds one request spends reading its KV cache over its O decode steps."""
+    return output_tokens * kv_bytes_per_token_ * (prompt_tokens + output_tokens / 2) / (chips * bandwidth * eta_bw)
+
+
+def capacity_requests_per_s(prefill_s, decode_s, kv_read_s):
+    """Requests/s at which the replica's steps would be entirely work (rho = 1)."""
+    return 1 / (_maximum(decode_s, kv_read_s) + prefill_s)
+
+
+def step_seconds(weights_s, load_fraction):
+    """Time per output token at ``load_fraction`` rho of capacity: weights_s / (1 - rho)."""
+    return weights_s / (1 - load_fraction)
+
+
+def sequences_in_flight(requests_per_s, output_tokens, step_s):
+    """Little's law: requests/s x O steps x seconds per step."""
+    return requests_per_s * output_tokens * step_s
+
+
+def ttft_seconds(prefill_s, step_s, load_fraction):
+    """Prefill of the prompt + one step + the M/D/1 wait for a step with room: step x rho / (2 (1 - rho))."""
+    return prefill_s + step_s * (1 + load_fraction / (2 * (1 - load_fraction)))

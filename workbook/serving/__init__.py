@@ -1,22 +1,35 @@
-"""Serving: scenario -> calibration -> per-option configuration search -> validation, mirroring training."""
+"""Serving: scenario -> calibration per software stack -> replica sizing -> recommendation, and validation."""
 
-from workbook.serving.calibration import ServingEfficiency, calibrate
+from workbook.serving.calibration import STACK_NAMES, ServingEfficiency, calibrate
 from workbook.serving.lifecycle import train_then_serve
 from workbook.serving.options import SERVE_COLUMNS, batch_curve, best_configs, evaluate_serving
-from workbook.serving.scenario import WEIGHT_PRECISIONS, ServeAssumptions, ServeScenario, default_kv_heads
+from workbook.serving.recommend import ServingRecommendation, recommend_serving
+from workbook.serving.scenario import (
+    DEFAULT_HEADROOM,
+    STACK_CHOICES,
+    WEIGHT_PRECISIONS,
+    ServeAssumptions,
+    ServeScenario,
+    default_kv_heads,
+)
 from workbook.serving.validation import validate
 
 __all__ = [
+    "DEFAULT_HEADROOM",
     "SERVE_COLUMNS",
+    "STACK_CHOICES",
+    "STACK_NAMES",
     "WEIGHT_PRECISIONS",
     "ServeAssumptions",
     "ServeScenario",
     "ServingEfficiency",
+    "ServingRecommendation",
     "batch_curve",
     "best_configs",
     "calibrate",
     "default_kv_heads",
     "evaluate_serving",
+    "recommend_serving",
     "train_then_serve",
     "validate",
 ]

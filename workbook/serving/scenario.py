@@ -30,6 +30,12 @@ class ServeAssumptions:
 
 
 WEIGHT_PRECISIONS = ("bf16", "fp8", "int8", "int4")
+STACK_CHOICES = ("best", "generic")
+# Replicas run at most this fraction of the load they could sustain within the latency targets: queues and
+# latency blow up near full load (TPOT ~ 1/(1 - load)) and traffic has peaks. 70-80% is the usual planning
+# range for latency-bound services; the default sits in its middle.
+DEFAULT_HEADROOM = 0.75
+MIN_HEADROOM, MAX_HEADROOM = 0.3, 0.95
 # FP8 serving multiplies in FP8 (W8A8, e.g. TensorRT-LLM) where the chip has it; INT8/INT4 weights are the
 # usual weight-only quantisation (AWQ/GPTQ, JetStream int8): they halve or quarter the bytes read, but the
 # matrix multiplies run at the BF16 rate.
@@ -60,6 +66,9 @@ class ServeScenario:
     accelerators: tuple[str, ...] = ()
     clouds: tuple[str, ...] = ()
     efficiency_override: Optional[float] = None  # replaces both calibrated efficiencies
+    headroom: float = DEFAULT_HEADROOM  # replicas are sized to run at most this fraction of their capacity
+    stack_choice: str = "best"  # "best": best published stack per vendor; "generic": open-source vLLM-type stack
+    max_batch: Optional[int] = None  # the server's limit on sequences in flight (default: memory decides)
     assumptions: ServeAssumptions = ServeAssumptions()
 
     def __post_init__(self):
@@ -81,6 +90,10 @@ class ServeScenario:
             _number("n_kv_heads", self.n_kv_heads, 1, 1024, integer=True)
         if self.efficiency_override is not None:
             _number("efficiency_override", self.efficiency_override, 0.01, 1.0)
+        _number("headroom", self.headroom, MIN_HEADROOM, MAX_HEADROOM)
+        _choice("stack_choice", self.stack_choice, STACK_CHOICES)
+        if self.max_batch is not None:
+            _number("max_batch", self.max_batch, 1, 1_000_000, integer=True)
         for model in self.pricing:
             _choice("pricing", model, PRICING_MODELS)
 

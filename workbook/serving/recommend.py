@@ -1,0 +1,121 @@
+"""Rank the options of ``evaluate_serving`` and explain the choice in plain words (the serving counterpart of
+:mod:`workbook.training.recommend`; the app card, the CLI and the report all use it).
+
+Ranking: feasible options by USD per million output tokens at the user's traffic, one per accelerator. The
+reasons give the replicas and the load each carries against the headroom target, the latencies at that load,
+what limits a replica, the software stack whose published results set the efficiency (or its proxy), memory,
+the monthly cost and the idle capacity paid for, and the comparison with the runner-up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+
+from workbook.training.recommend import usd
+
+EDGE_FRACTION = 0.9  # a latency at 90%+ of its target is "at the edge"
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingRecommendation:
+    """The winner, up to two runners-up, the accelerators with no feasible option, reasons and warnings."""
+
+    best: dict | None
+    runners_up: list[dict]
+    infeasible: pl.DataFrame  # accelerator_id, name, reason
+    reasons: list[str]
+    warnings: list[str]  # above the headroom target, at the edge of a latency target
+    headline: str
+    headroom: float | None
+    usd_per_month: float | None
+
+
+def _replica_line(o: dict) -> str:
+    chips = f"{o['chips_per_replica']} chip{'s' if o['chips_per_replica'] > 1 else ''}"
+    link = " (tensor parallel over PCIe: its slower all-reduces are included)" if o["over_pcie"] else ""
+    return f"{o['replicas']:,} independent replica(s) of {chips}{link}"
+
+
+def _warnings(o: dict, scenario) -> list[str]:
+    out = []
+    if o["utilisation"] > o["headroom"] + 1e-9:
+        out.append(
+            f"Each replica runs at {o['utilisation']:.0%} of its capacity, above the {o['headroom']:.0%} headroom "
+            "target: traffic peaks will queue and latency will grow."
+        )
+    for label, value, target in (
+        ("time per token", o["tpot_ms"], scenario.tpot_ms),
+        ("time to first token", o["ttft_ms"], scenario.ttft_ms),
+    ):
+        if target is not None and value >= EDGE_FRACTION * target:
+            out.append(f"At the edge: the {label} ({value:,.0f} ms) is within 10% of the {target:,.0f} ms target.")
+    return out
+
+
+def _stack_line(o: dict) -> str:
+    note = o["stack_note"] or ""
+    return f"Software: {o['stack_name']}; its efficiency is {note[0].lower() + note[1:] if note else 'not sourced'}."
+
+
+def _compare(best: dict, other: dict) -> str:
+    saving = 1 - best["usd_per_million_tokens"] / other["usd_per_million_tokens"]
+    return (
+        f"{saving:.0%} cheaper per token than {other['name']} on {other['cloud']} with {other['stack_name']} "
+        f"(${other['usd_per_million_tokens']:.3f} per million, {other['chips']:,} chips)."
+    )
+
+
+def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
+    """Rank ``frame`` (from ``evaluate_serving(scenario)``) and explain the winner."""
+    feasible = frame.filter(pl.col("feasible")).sort("usd_per_million_tokens")
+    ranked = feasible.unique(subset="accelerator_id", keep="first", maintain_order=True).to_dicts()
+    blocked = (
+        frame.filter(~pl.col("accelerator_id").is_in([o["accelerator_id"] for o in ranked]))
+        .group_by("accelerator_id", maintain_order=True)
+        .first()
+        .select("accelerator_id", "name", pl.col("infeasible_reason").alias("reason"))
+    )
+    if not ranked:
+        why = "; ".join(f"{r['name']}: {r['reason']}" for r in blocked.head(4).to_dicts())
+        return ServingRecommendation(
+            None,
+            [],
+            blocked,
+            [f"No option meets the targets. {why}"],
+            [],
+            "No accelerator meets these targets",
+            None,
+            None,
+        )
+    best, runners = ranked[0], ranked[1:3]
+    reasons = [
+        f"{_replica_line(best)} serve {scenario.output_tokens_per_s:,.0f} output tokens/s; each runs at "
+        f"{best['utilisation']:.0%} of what it can sustain within your latency targets (headroom target "
+        f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}).",
+        f"At this load the first token takes {best['ttft_ms']:,.0f} ms and each further token "
+        f"{best['tpot_ms']:,.1f} ms: "
+        "prefill is interleaved with decode steps, so both include its interference and the queueing.",
+        _stack_line(best),
+        f"Memory per chip: {best['memory_per_chip_gb']:.0f} GB of {best['hbm_gb']:.0f} GB "
+        f"(weights {best['weights_gb']:.0f}, KV cache of {best['sequences']:,.0f} sequences in flight "
+        f"{best['kv_cache_gb']:.0f}).",
+        f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, median of {best['price_rows']} price "
+        f"quote(s) as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
+        f"${best['usd_per_million_tokens_at_full_load']:.3f} per million tokens.",
+    ]
+    if best["price_secondary_source"]:
+        reasons.append(
+            "The price comes from a secondary source, not the provider's list: confirm it before committing."
+        )
+    if runners:
+        reasons.append(_compare(best, runners[0]))
+    headline = (
+        f"Serve on {best['name']} ({best['cloud']}, {best['pricing_model']}) with {best['stack_name']}: "
+        f"{best['chips']:,} chips, ${best['usd_per_million_tokens']:.3f} per million output tokens, "
+        f"{usd(best['usd_per_month'])} a month"
+    )
+    return ServingRecommendation(
+        best, runners, blocked, reasons, _warnings(best, scenario), headline, best["headroom"], best["usd_per_month"]
+    )
