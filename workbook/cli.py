@@ -109,6 +109,18 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     traffic.add_argument("--tokens-per-day", type=_positive("--tokens-per-day"), help="output tokens per day")
     p.add_argument("--ttft-ms", type=_positive("--ttft-ms"), default=2000.0, help="time-to-first-token target")
     p.add_argument("--tpot-ms", type=_positive("--tpot-ms"), default=50.0, help="time-per-output-token target")
+    p.add_argument(
+        "--headroom",
+        type=_positive("--headroom"),
+        default=serving.DEFAULT_HEADROOM,
+        help="run replicas at most this fraction of their capacity (0.3-0.95, default 0.75)",
+    )
+    p.add_argument(
+        "--stack",
+        choices=serving.STACK_CHOICES,
+        default="best",
+        help="software: each vendor's best published stack (default) or a generic open-source one",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -199,9 +211,12 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
             pricing=(args.pricing,) if args.pricing else PRICING_MODELS,
             accelerators=(args.accelerator,) if getattr(args, "accelerator", None) else (),
             clouds=(args.cloud,) if args.cloud else (),
+            headroom=args.headroom,
+            stack_choice=args.stack,
         )
     except InputError as err:
-        raise InputError(f"--{err.field.replace('_', '-')}", err.message) from None
+        flag = {"stack_choice": "stack"}.get(err.field, err.field)
+        raise InputError(f"--{flag.replace('_', '-')}", err.message) from None
 
 
 SERVE_KEYS = [
@@ -210,10 +225,15 @@ SERVE_KEYS = [
     "pricing_model",
     "feasible",
     "infeasible_reason",
+    "stack",
+    "stack_note",
     "chips_per_replica",
+    "over_pcie",
     "replicas",
     "chips",
-    "batch",
+    "sequences",
+    "utilisation",
+    "headroom",
     "tokens_per_s_per_chip",
     "ttft_ms",
     "tpot_ms",
@@ -222,31 +242,45 @@ SERVE_KEYS = [
     "usd_per_million_tokens_high",
     "usd_per_million_tokens_at_full_load",
     "usd_per_hour",
+    "usd_per_month",
     "memory_per_chip_gb",
     "fits_in_memory",
     "kwh_per_million_tokens",
-    "decode_bound",
+    "limit",
 ]
 
 
-def _serve_output(frame: pl.DataFrame, single: bool, as_json: bool) -> str:
+def _serve_output(frame: pl.DataFrame, scenario: serving.ServeScenario, single: bool, as_json: bool) -> str:
+    """The recommendation (``recommend_serving``) then the options; JSON: the options (one for ``serve``) and,
+    for ``compare``, the recommendation."""
     records = [
         {k: row[k] for k in SERVE_KEYS} for row in frame.rename({"accelerator_id": "accelerator"}).iter_rows(named=True)
     ]
+    rec = serving.recommend_serving(frame, scenario)
     if as_json:
-        return json.dumps(records[0] if single else records, indent=1)
+        if single:
+            return json.dumps(records[0], indent=1)
+        summary = {"headline": rec.headline, "reasons": rec.reasons, "warnings": rec.warnings}
+        return json.dumps({"recommendation": summary, "options": records}, indent=1)
     view = frame.select(
         "accelerator_id",
+        "stack",
         "cloud",
         "pricing_model",
+        "replicas",
+        pl.col("chips_per_replica").alias("per_replica"),
         "chips",
+        (pl.col("utilisation") * 100).round(0).alias("load_pct"),
         pl.col("ttft_ms").round(0),
         pl.col("tpot_ms").round(1),
         pl.col("usd_per_million_tokens").round(3),
         pl.col("infeasible_reason").fill_null("ok"),
     )
-    with pl.Config(tbl_rows=-1, tbl_width_chars=200, fmt_str_lengths=70, tbl_hide_dataframe_shape=True):
-        return str(view.head(1) if single else view)
+    lines = [rec.headline, *(f"! {w}" for w in rec.warnings), *(f"- {r}" for r in rec.reasons), ""]
+    if single and rec.best is None:
+        lines = [f"{frame['name'][0]} cannot serve this: {frame['infeasible_reason'][0]}", ""]
+    with pl.Config(tbl_rows=-1, tbl_width_chars=220, fmt_str_lengths=70, tbl_hide_dataframe_shape=True):
+        return "\n".join(lines) + str(view.head(1) if single else view)
 
 
 def _records(frame: pl.DataFrame) -> list[dict]:
@@ -290,8 +324,9 @@ def run(argv: list[str]) -> int:
         print(f"wrote {args.out}")
         return 0
     if args.command == "serve" or getattr(args, "mode", "train") == "serve":
-        frame = serving.evaluate_serving(_serve_scenario(args, cat), cat)
-        print(_serve_output(frame, args.command == "serve", args.json))
+        scenario = _serve_scenario(args, cat)
+        frame = serving.evaluate_serving(scenario, cat)
+        print(_serve_output(frame, scenario, args.command == "serve", args.json))
         return 0
     frame = options.evaluate(_scenario(args, cat), cat)
     if args.command == "train":

@@ -87,7 +87,7 @@ def fit_compute_efficiency(
     prediction rises with the efficiency). NaN when even 100% of the peak falls short."""
     if not predict(accelerators, run, eta_bw, high, moe) >= run["value"]:
         return math.nan
-    for _ in range(30):
+    for _ in range(20):  # 1e-6 of the bracket
         mid = (low + high) / 2
         if predict(accelerators, run, eta_bw, mid, moe) >= run["value"]:
             high = mid

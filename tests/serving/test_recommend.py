@@ -1,0 +1,57 @@
+"""The serving recommendation: ranking, reasons, headroom and the warnings it must not hide."""
+
+import polars as pl
+import pytest
+
+from workbook import serving
+from workbook.model.spec import ModelSpec
+
+
+@pytest.fixture(scope="module")
+def answer():
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(70e9), weight_precision="fp8", kv_precision="fp8", requests_per_s=20
+    )
+    frame = serving.evaluate_serving(s)
+    return s, frame, serving.recommend_serving(frame, s)
+
+
+def test_winner_is_cheapest_feasible_and_runners_up_are_other_chips(answer):
+    _, frame, rec = answer
+    ids = [rec.best["accelerator_id"]] + [o["accelerator_id"] for o in rec.runners_up]
+    assert len(set(ids)) == len(ids) == 3
+    costs = [rec.best["usd_per_million_tokens"]] + [o["usd_per_million_tokens"] for o in rec.runners_up]
+    assert costs == sorted(costs)
+    assert rec.best["usd_per_million_tokens"] == frame.filter(pl.col("feasible"))["usd_per_million_tokens"].min()
+
+
+def test_reasons_give_headroom_stack_latency_and_monthly_cost(answer):
+    _, _, rec = answer
+    text = " ".join(rec.reasons)
+    assert "headroom target 75%" in text and "Software:" in text and "a month" in text and "interleaved" in text
+    assert rec.usd_per_month == pytest.approx(rec.best["usd_per_month"]) and rec.usd_per_month > 0
+    assert rec.best["utilisation"] <= rec.headroom + 1e-9 and not any("above the" in w for w in rec.warnings)
+
+
+def test_card_never_recommends_more_than_the_headroom_without_saying_so(answer):
+    s, frame, _ = answer
+    # A frame whose winner runs above its headroom target (e.g. a caller's own sizing) must be flagged.
+    hot = frame.with_columns(utilisation=pl.when(pl.col("feasible")).then(0.97).otherwise(pl.col("utilisation")))
+    rec = serving.recommend_serving(hot, s)
+    assert rec.best["utilisation"] > rec.headroom
+    assert any("above the 75% headroom target" in w for w in rec.warnings)
+    from workbook.app import views
+
+    assert "above the 75% headroom target" in views.serving_card(rec)
+
+
+def test_latency_at_the_edge_is_said(answer):
+    s, frame, _ = answer
+    edge = frame.with_columns(tpot_ms=pl.lit(0.95 * s.tpot_ms))
+    assert any("At the edge" in w for w in serving.recommend_serving(edge, s).warnings)
+
+
+def test_no_feasible_option_says_why():
+    s = serving.ServeScenario(model=ModelSpec.from_params(70e9), tpot_ms=0.5, accelerators=("l4", "h100-sxm"))
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    assert rec.best is None and rec.infeasible.height == 2 and "No option" in rec.reasons[0]
