@@ -140,6 +140,24 @@ def test_serve_view_wiring(dash):
     assert dash.serve.charts.datasets["combined"]["combos"]
 
 
+def test_serve_tab_serves_the_train_tabs_model_unless_overridden(dash):
+    dash.tabs.selected_index = 1
+    serve = dash.serve
+    assert serve.scenario.model == dash.train.scenario.model
+    assert "Train:" in serve.card.value and "Serve:" in serve.card.value and "different model" not in serve.card.value
+    assert serve.controls["params_b"].disabled
+    serve.controls["own_model"].value = True
+    serve.controls["params_b"].value = 8
+    assert serve.scenario.model.params == pytest.approx(8e9)
+    assert "a different model from the one trained" in serve.card.value
+    serve.controls["own_model"].value = False
+    assert serve.scenario.model == dash.train.scenario.model
+    serve.controls["headroom_pct"].value = 50
+    assert serve.scenario.headroom == pytest.approx(0.5) and "headroom target 50%" in serve.card.value
+    serve.controls["stack"].value = "generic"
+    assert serve.scenario.stack_choice == "generic" and "TensorRT-LLM" not in serve.card.value.split("</div>")[1]
+
+
 def test_chart_bundle_is_sent_on_request_not_in_the_widget_state(dash):
     """The page's first request for all widget states must stay small (ipywidgets gives it 4 s under load)."""
     import json
