@@ -17,7 +17,7 @@ import polars as pl
 
 from workbook.catalog import Catalog
 from workbook.serving import published
-from workbook.serving.calibration import ServingEfficiency, calibrate, moe_factor, newest_round
+from workbook.serving.calibration import STACK_NAMES, ServingEfficiency, calibrate, moe_factor, newest_round
 
 MEASURES = ("tokens_per_s", "ttft_ms", "tpot_ms")
 TARGET_THROUGHPUT_MEDIAN = 0.15  # median |ln(pred/published)| on the newest rounds (issue 14)
@@ -81,9 +81,15 @@ def validate(cat: Catalog, efficiency: ServingEfficiency | None = None) -> pl.Da
     )
 
 
-def newest(frame: pl.DataFrame) -> pl.DataFrame:
-    """Rows of each stack's newest round (the software a buyer would run today)."""
-    return frame.filter(pl.col("published") == pl.col("published").max().over("stack"))
+def newest(frame: pl.DataFrame, measure: str = "tokens_per_s", precisions=("fp8", "bf16")) -> pl.DataFrame:
+    """Results of ``measure`` from the newest round of each stack a buyer can pick today (the software they would
+    run; superseded stacks such as TensorRT-LLM's static batching are left out)."""
+    rows = frame.filter(
+        (pl.col("measure") == measure)
+        & pl.col("weight_precision").is_in(list(precisions))
+        & pl.col("stack").is_in(list(STACK_NAMES))
+    )
+    return rows.filter(pl.col("published") == pl.col("published").max().over("stack"))
 
 
 def by_round(frame: pl.DataFrame) -> pl.DataFrame:
