@@ -15,11 +15,27 @@ import pandera.polars as pa
 import polars as pl
 
 PRICING_MODELS = ("on-demand", "spot", "commit-1y", "commit-3y", "capacity-block", "reserved-contract")
-KINDS = ("gpu", "tpu", "trainium")
 FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 SUPPORT_LEVELS = ("native", "first-class", "supported", "limited", "unsupported")
 PRECISIONS = ("bf16", "fp8", "int8")
 SLUG = r"^[a-z0-9][a-z0-9.-]*$"
+
+
+class Kinds(pa.DataFrameModel):
+    """Accelerator kinds (GPU, TPU, Trainium...): label, chart colour, native framework, scale-out loss.
+
+    A new kind is a row here plus its rows in frameworks.csv; no code change."""
+
+    kind: str = pa.Field(unique=True, str_matches=SLUG)
+    label: str = pa.Field(str_length={"min_value": 1})
+    color: str = pa.Field(str_matches=r"^#[0-9a-fA-F]{6}$")
+    native_framework: str = pa.Field(isin=FRAMEWORKS)
+    scale_loss_per_doubling: float = pa.Field(ge=0, lt=1)  # MFU lost per doubling beyond the fast domain
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+
+    class Config:
+        strict = True
 
 
 class Accelerators(pa.DataFrameModel):
@@ -28,7 +44,7 @@ class Accelerators(pa.DataFrameModel):
     accelerator_id: str = pa.Field(unique=True, str_matches=SLUG)
     name: str
     vendor: str = pa.Field(isin=("nvidia", "amd", "google", "aws", "intel"))
-    kind: str = pa.Field(isin=KINDS)
+    kind: str = pa.Field(str_matches=SLUG)  # one of data/kinds.csv (checked by the loader)
     family: str = pa.Field(str_length={"min_value": 2})  # architecture generation, for charts and leave-one-out checks
     offered: bool
     release_year: int = pa.Field(ge=2015, le=2035)
@@ -79,7 +95,7 @@ class Frameworks(pa.DataFrameModel):
     """Framework x accelerator kind: support, efficiency vs the native stack, porting effort."""
 
     framework: str = pa.Field(isin=FRAMEWORKS)
-    kind: str = pa.Field(isin=KINDS)
+    kind: str = pa.Field(str_matches=SLUG)  # one of data/kinds.csv (checked by the loader)
     support: str = pa.Field(isin=SUPPORT_LEVELS)
     efficiency: float = pa.Field(ge=0, le=1.2)
     efficiency_low: float = pa.Field(ge=0, le=1.2)
@@ -172,7 +188,7 @@ class PlatformPorts(pa.DataFrameModel):
     """Extra engineer-weeks to move a stack written for NVIDIA GPUs to another vendor's GPUs (e.g. CUDA -> ROCm)."""
 
     vendor: str = pa.Field(isin=("nvidia", "amd", "google", "aws", "intel"))
-    kind: str = pa.Field(isin=KINDS)
+    kind: str = pa.Field(str_matches=SLUG)  # one of data/kinds.csv (checked by the loader)
     weeks: float = pa.Field(ge=0, le=200)
     weeks_low: float = pa.Field(ge=0, le=200)
     weeks_high: float = pa.Field(ge=0, le=200)

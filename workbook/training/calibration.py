@@ -32,7 +32,7 @@ from workbook.catalog import Catalog
 from workbook.catalog.schemas import PRECISIONS
 from workbook.model.flops import flops_per_token
 from workbook.model.spec import ModelSpec
-from workbook.model.throughput import SCALE_LOSS_PER_DOUBLING, scale_efficiency
+from workbook.model.throughput import scale_efficiency
 from workbook.model.units import PEAK_COLUMN
 
 SINGLE_POINT_SPREAD = 0.15
@@ -77,9 +77,8 @@ def _peak() -> pl.Expr:
 
 def _scale() -> pl.Expr:
     """Scale efficiency at each run's chip count: the same law the prediction uses (model/throughput.py)."""
-    loss = pl.col("kind").replace_strict(SCALE_LOSS_PER_DOUBLING, return_dtype=pl.Float64)
     chips = pl.col("chips").fill_null(pl.col("scaleup_domain_chips")).cast(pl.Float64)
-    return scale_efficiency(chips, pl.col("scaleup_domain_chips"), loss)
+    return scale_efficiency(chips, pl.col("scaleup_domain_chips"), pl.col("scale_loss_per_doubling"))
 
 
 def _runs(catalog: Catalog) -> pl.DataFrame:
@@ -87,6 +86,7 @@ def _runs(catalog: Catalog) -> pl.DataFrame:
     return (
         _with_flops_per_token(catalog.reference_runs)
         .join(catalog.accelerators, on="accelerator_id", how="left")
+        .join(catalog.kinds.select("kind", "scale_loss_per_doubling"), on="kind", how="left")
         .join(native, on=["framework", "kind"], how="left")
         .with_columns(_peak().alias("peak_flops_per_s"))
         .with_columns(_scale().alias("scale_efficiency"))

@@ -170,7 +170,7 @@ def _best_cost(cat, cal, kind: str, pricing: tuple[str, ...], clouds: tuple[str,
         model=ModelSpec.from_params(REFERENCE["params"]),
         tokens=REFERENCE["tokens"],
         days=REFERENCE["days"],
-        framework="jax" if kind == "tpu" else "pytorch",
+        framework=cat.kinds.filter(pl.col("kind") == kind)["native_framework"].item(),
         pricing=pricing,
     )
     frame = options.evaluate(s, cat, cal).filter(pl.col("feasible") & (pl.col("kind") == kind))

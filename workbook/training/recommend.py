@@ -14,7 +14,6 @@ import dataclasses
 import polars as pl
 
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
-KIND_NAMES = {"gpu": "GPU", "tpu": "TPU", "trainium": "Trainium"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +60,7 @@ def _framework_reason(option: dict, team_framework: str) -> str | None:
     if option["framework_switch"]:
         return (
             f"It needs a {team}->{run} move (about {weeks:g} engineer-weeks, {usd(cost)} included in the cost), "
-            f"because {team} support on {KIND_NAMES[option['kind']]} is {option['team_framework_support']}."
+            f"because {team} support on {option['kind_label']} is {option['team_framework_support']}."
         )
     if weeks > 0 and option["framework_efficiency"] >= 1:
         return (
@@ -69,7 +68,7 @@ def _framework_reason(option: dict, team_framework: str) -> str | None:
         )
     if weeks > 0:
         return (
-            f"It runs {team} ({option['support']} on {KIND_NAMES[option['kind']]}, about "
+            f"It runs {team} ({option['support']} on {option['kind_label']}, about "
             f"{option['framework_efficiency']:.0%} of the native stack's speed) after about {weeks:g} engineer-weeks "
             f"of porting ({usd(cost)} included)."
         )
@@ -105,7 +104,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
         reasons.append(f"{best['name']} is {_compare(best, runners[0])}")
     rival = next((o for o in ranked if o["kind"] != best["kind"]), None)
     if rival is not None and rival not in runners[:1]:
-        reasons.append(f"Best {KIND_NAMES[rival['kind']]} alternative: {best['name']} is {_compare(best, rival)}")
+        reasons.append(f"Best {rival['kind_label']} alternative: {best['name']} is {_compare(best, rival)}")
     framework = _framework_reason(best, team_framework)
     if framework:
         reasons.append(framework)
