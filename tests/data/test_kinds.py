@@ -44,7 +44,9 @@ def test_a_new_kind_needs_only_csv_rows(tmp_path):
     _append(
         data / "accelerators.csv", h100.replace("h100-sxm,", "npu-1,", 1).replace(",nvidia,gpu,", ",nvidia,npu,", 1)
     )
-    _append(data / "prices.csv", "npu-1,mycloud,any,npu-node,on-demand,1.0,8,test,false,,2026-11-01,false,test price,")
+    _append(
+        data / "prices.csv", "npu-1,mycloud,any,npu-node,on-demand,1.0,8,test,false,,2026-11-01,false,false,test price,"
+    )
     cat = catalog.load(data)
     s = Scenario(model=ModelSpec.from_params(7e9), tokens=1.4e11, days=30, pricing=("on-demand",), framework="jax")
     frame = options.evaluate(s, cat)

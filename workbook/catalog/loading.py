@@ -68,7 +68,7 @@ class Catalog:
             pl.len().alias("price_rows"),
             pl.col("as_of").max().alias("price_as_of"),
             pl.col("as_of_approx").any().alias("price_as_of_approx"),
-            pl.col("notes").str.contains("secondary source").any().alias("price_secondary_source"),
+            pl.col("secondary_source").any().alias("price_secondary_source"),
         )
 
 
@@ -124,6 +124,8 @@ def _check(frame: pl.DataFrame, model: type[pa.DataFrameModel], label: str) -> p
         first = cases.row(0, named=True)
         more = f" (and {cases.height - 1} more problem(s))" if cases.height > 1 else ""
         value = first["failure_case"]
+        if first["schema_context"] == "DataFrameSchema":  # a check across columns (e.g. low <= central <= high)
+            raise DataError(f"{label} {_line(first['index'])}: fails {first['check']} ({value}){more}") from None
         what = "missing value" if value is None else f"{value!r} fails {first['check']}"
         raise DataError(f"{label} {_line(first['index'])}, column {first['column']}: {what}{more}") from None
 

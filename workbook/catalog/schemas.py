@@ -21,6 +21,17 @@ PRECISIONS = ("bf16", "fp8", "int8")
 SLUG = r"^[a-z0-9][a-z0-9.-]*$"
 
 
+def band(stem: str):
+    """Row check that a value lies within its own range: ``{stem}_low <= {stem} <= {stem}_high``."""
+
+    @pa.dataframe_check(error=f"{stem}_low <= {stem} <= {stem}_high")
+    def ordered(cls, data) -> pl.LazyFrame:
+        central = pl.col(stem)
+        return data.lazyframe.select((pl.col(f"{stem}_low") <= central) & (central <= pl.col(f"{stem}_high")))
+
+    return ordered
+
+
 class Kinds(pa.DataFrameModel):
     """Accelerator kinds (GPU, TPU, Trainium...): label, chart colour, native framework, scale-out loss.
 
@@ -83,6 +94,7 @@ class Prices(pa.DataFrameModel):
     flag: Optional[str] = pa.Field(nullable=True)
     as_of: pl.Date
     as_of_approx: bool
+    secondary_source: bool  # quoted second-hand (a blog, a guide), not from the provider's own price list
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)
 
@@ -106,6 +118,9 @@ class Frameworks(pa.DataFrameModel):
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
 
+    efficiency_band = band("efficiency")
+    port_weeks_band = band("port_weeks")
+
     class Config:
         strict = True
         unique = ["framework", "kind"]
@@ -121,6 +136,8 @@ class FrameworkSwitches(pa.DataFrameModel):
     weeks_high: float = pa.Field(ge=0, le=200)
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
+
+    weeks_band = band("weeks")
 
     class Config:
         strict = True
@@ -154,6 +171,23 @@ class ReferenceRuns(pa.DataFrameModel):
         strict = True
 
 
+class PriceEvents(pa.DataFrameModel):
+    """Published list-price changes: rows of ``instance_prefix`` dated before ``effective`` are superseded and a
+    derived row at ``new_over_old`` x the old price is added (see ``pricebuild``)."""
+
+    cloud: str = pa.Field(str_matches=SLUG)
+    instance_prefix: str = pa.Field(str_length={"min_value": 1})
+    pricing_model: str = pa.Field(isin=PRICING_MODELS)
+    effective: pl.Date
+    new_over_old: float = pa.Field(gt=0, le=2)
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+
+    class Config:
+        strict = True
+        unique = ["cloud", "instance_prefix", "pricing_model", "effective"]
+
+
 # Columns a user's file may omit (price overrides are the usual case), with their default.
 OPTIONAL_DEFAULTS: dict[type[pa.DataFrameModel], dict[str, object]] = {
     Prices: {
@@ -164,6 +198,7 @@ OPTIONAL_DEFAULTS: dict[type[pa.DataFrameModel], dict[str, object]] = {
         "excluded": False,
         "flag": None,
         "as_of_approx": False,
+        "secondary_source": False,
         "notes": None,
     },
 }
@@ -180,6 +215,8 @@ class MfuProxies(pa.DataFrameModel):
     reason: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
 
+    factor_band = band("factor")
+
     class Config:
         strict = True
 
@@ -194,6 +231,8 @@ class PlatformPorts(pa.DataFrameModel):
     weeks_high: float = pa.Field(ge=0, le=200)
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
+
+    weeks_band = band("weeks")
 
     class Config:
         strict = True
