@@ -13,6 +13,8 @@ import dataclasses
 
 import polars as pl
 
+from workbook.present import count, days, usd
+
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
 
 
@@ -27,27 +29,10 @@ class Recommendation:
     headline: str
 
 
-def usd(value: float) -> str:
-    """$1.2M, $850k, $4,200: money for people."""
-    if value is None:
-        return "n/a"
-    if abs(value) >= 1e9:
-        return f"${value / 1e9:.1f}B"
-    if abs(value) >= 1e6:
-        return f"${value / 1e6:.1f}M"
-    if abs(value) >= 1e4:
-        return f"${value / 1e3:.0f}k"
-    return f"${value:,.0f}"
-
-
-def days(value: float) -> str:
-    return f"{value:.1f} days" if value < 100 else f"{value:,.0f} days"
-
-
 def describe(option: dict) -> str:
     """One line: chip on cloud (pricing): chips, days, cost with its range."""
     return (
-        f"{option['name']} on {option['cloud']} ({option['pricing_model']}): {option['chips']:,} chips, "
+        f"{option['name']} on {option['cloud']} ({option['pricing_model']}): {count(option['chips'], 'chip')}, "
         f"{days(option['train_days'])}, {usd(option['cost_usd'])} "
         f"(range {usd(option['cost_usd_low'])}-{usd(option['cost_usd_high'])})"
     )
@@ -110,7 +95,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
         reasons.append(framework)
     reasons.append(
         f"Memory fits: {best['memory_per_chip_gb']:.0f} GB needed per chip of {best['hbm_gb']:.0f} GB "
-        f"(at least {best['min_chips_to_fit']:,} chips needed to fit the model)."
+        f"(at least {count(best['min_chips_to_fit'], 'chip')} needed to fit the model)."
     )
     age = "about " if best["price_as_of_approx"] else ""
     caveat = (
@@ -118,12 +103,10 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
         if best["price_secondary_source"]
         else ""
     )
-    reasons.append(
-        f"Price: median of {best['price_rows']} quote(s) on {best['cloud']}, as of {age}{best['price_as_of']:%Y-%m}."
-        + caveat
-    )
+    quotes = count(best["price_rows"], "quote")
+    reasons.append(f"Price: median of {quotes} on {best['cloud']}, as of {age}{best['price_as_of']:%Y-%m}." + caveat)
     headline = (
-        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}): {best['chips']:,} chips, "
+        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}): {count(best['chips'], 'chip')}, "
         f"{days(best['train_days'])}, {usd(best['cost_usd'])}"
     )
     return Recommendation(best, runners, blocked, reasons, headline)
