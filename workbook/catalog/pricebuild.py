@@ -2,7 +2,7 @@
 
 SOURCE_DIR may hold any mix of:
 
-* extracted rows, one ``<cloud>.csv`` per cloud (the format of ``shared/data-sources/prices/``),
+* extracted rows, one ``<cloud>.csv`` per cloud (the format of the project's extracts, docs/data-sources.md),
   plus ``commitments.csv`` (committed-use, reserved, capacity-block and newer list prices);
 * a SkyPilot catalog folder (``<cloud>/vms.csv``, github.com/skypilot-org/skypilot-catalog),
   the public format the extracted rows came from, so a fresh pull refreshes prices in one step.
@@ -16,7 +16,7 @@ should not be used are kept with ``excluded=true`` and a ``flag`` saying why):
 * TPU slices are converted to chips: v2/v3/v4/v5p names count TensorCores (2 per chip),
   v5e (v5litepod) and v6e names count chips; 700.0 placeholder rows (region not offered) are dropped;
 * on-demand rows below 0.6x the highest price of the same instance elsewhere are ``suspect_low``
-  (the catalog picked a discounted SKU such as DWS/flex-start, see SOURCES.md);
+  (the catalog picked a discounted SKU such as DWS/flex-start, see docs/data-sources.md);
 * spot above on-demand for the same instance means swapped columns or a discounted SKU:
   both rows are excluded (``spot_above_on_demand``);
 * known list-price events (``data/price_events.csv``: AWS cut P4/P5 on-demand prices on 2025-06-01) turn older

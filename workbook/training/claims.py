@@ -1,7 +1,7 @@
 """The seed articles' popular claims, checked against the dataset and the calibrated model.
 
 Each check recomputes its numbers from ``data/`` and ``workbook``; nothing here is typed in by hand
-except the claim itself and where it was made (``../shared/seeds/``). Verdicts: "holds",
+except the claim itself and where it was made (docs/data-sources.md, "The seed articles"). Verdicts: "holds",
 "holds only if ...", "contradicted".
 """
 
