@@ -10,6 +10,7 @@ from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
 from workbook import report
 from workbook.app import links, state
 from workbook.app.shell import Dashboard
+from workbook.charts import training as train_charts
 from workbook.training.scenario import ModelSpec, Scenario
 
 CLOUDS = ["aws", "gcp"]
@@ -67,7 +68,11 @@ def scenario():
 
 def test_report_is_self_contained(scenario):
     text = report.render(scenario)
-    assert text.startswith("<!doctype html>") and "Recommendation" in text and text.count("<svg") == 4
+    assert (
+        text.startswith("<!doctype html>")
+        and "Recommendation" in text
+        and text.count("<svg") == len(train_charts.TEMPLATES)
+    )
     assert "<script" not in text and not re.search(r"(src|href)=['\"]https?://", text)
     assert "Prices as of" in text
 
@@ -85,7 +90,11 @@ def test_downloads_parse():
     assert width > 400 and height > 200
     assert base64.b64decode(found["cost.svg"]).startswith(b"<svg")
     page = base64.b64decode(found["accelerator-report.html"]).decode()
-    assert page.startswith("<!doctype html>") and "13.0B parameters" in page and page.count("<svg") == 4
+    assert (
+        page.startswith("<!doctype html>")
+        and "13.0B parameters" in page
+        and page.count("<svg") == len(train_charts.TEMPLATES)
+    )
 
 
 def needs_browser(test):
@@ -105,7 +114,9 @@ def test_report_renders_in_chromium_without_network(scenario, tmp_path):
         requests = []
         page.on("request", lambda r: requests.append(r.url))
         page.goto(path.as_uri())
-        assert page.locator("svg").count() == 4 and "Recommendation" in page.inner_text("body")
+        assert page.locator("svg").count() == len(train_charts.TEMPLATES) and "Recommendation" in page.inner_text(
+            "body"
+        )
         browser.close()
     assert [u for u in requests if not u.startswith("file://")] == []
 

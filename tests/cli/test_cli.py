@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from workbook.charts import training as train_charts
+
 KEYS = {
     "accelerator",
     "chips",
@@ -87,6 +89,6 @@ def test_report_command_writes_a_self_contained_page(cli, tmp_path):
     result = cli("report", "--params", "7e9", "--days", "14", "--pricing", "spot", "--out", str(out))
     assert result.returncode == 0, result.stderr
     text = out.read_text()
-    assert "Recommendation" in text and text.count("<svg") == 4 and "<script" not in text
+    assert "Recommendation" in text and text.count("<svg") == len(train_charts.TEMPLATES) and "<script" not in text
     bad = cli("report", "--params", "7e9", "--out", str(tmp_path / "missing" / "r.html"))
     assert bad.returncode == 2 and "--out" in bad.stderr and bad.stderr.count("\n") == 1
