@@ -1,4 +1,4 @@
-"""Helpers to serve the app with Voila and drive it in headless Chromium (see ../shared/BROWSER.md)."""
+"""Helpers to serve the app with Voila and drive it in headless Chromium (see docs/design.md)."""
 
 from __future__ import annotations
 

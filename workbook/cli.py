@@ -1,4 +1,4 @@
-"""Command line: ``python -m workbook train|compare|accelerators|data build-prices`` (contract in DESIGN.md).
+"""Command line: ``python -m workbook train|compare|accelerators|data build-prices`` (contract in docs/design.md).
 
 Bad input exits with status 2 and one line on stderr naming the flag and what it accepts.
 """

@@ -13,17 +13,13 @@ import polars as pl
 import vl_convert as vlc
 
 from workbook import catalog as catalog_mod
+from workbook import present
 from workbook.charts import training as charts
+from workbook.present import days, usd
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
-from workbook.training.recommend import Recommendation, days, recommend, usd
+from workbook.training.recommend import Recommendation, recommend
 from workbook.training.scenario import Scenario
-
-STYLE = """body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:24px auto;color:#222}
-h1{margin-bottom:0}.q{color:#555;margin-top:4px}.card{border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;
-background:#f6f8fa}table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;text-align:left;
-border-bottom:1px solid #eee}.charts{display:grid;grid-template-columns:1fr 1fr;gap:12px}
-.muted{color:#666;font-size:12px}"""
 
 
 def chart_specs(scenario: Scenario, catalog: catalog_mod.Catalog) -> tuple[pl.DataFrame, dict]:
@@ -62,35 +58,29 @@ def _scenario_rows(s: Scenario) -> list[tuple[str, str]]:
 
 
 def _table(frame: pl.DataFrame, limit: int = 25) -> str:
-    head = "".join(
-        f"<th>{h}</th>" for h in ("Accelerator", "Cloud", "Pricing", "Chips", "Time", "Cost", "Range", "Status")
-    )
-    rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{html.escape(str(c))}</td>"
-            for c in (
-                r["name"],
-                r["cloud"] or "-",
-                r["pricing_model"],
-                f"{r['chips']:,}",
-                days(r["train_days"]),
-                usd(r["cost_usd"]) if r["cost_usd"] is not None else "-",
-                f"{usd(r['cost_usd_low'])}-{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
-                "ok" if r["feasible"] else r["infeasible_reason"],
-            )
+    head = ("Accelerator", "Cloud", "Pricing", "Chips", "Time", "Cost", "Range", "Status")
+    shown = frame.head(limit).to_dicts()
+    rows = (
+        (
+            r["name"],
+            r["cloud"] or "-",
+            r["pricing_model"],
+            f"{r['chips']:,}",
+            days(r["train_days"]),
+            usd(r["cost_usd"]) if r["cost_usd"] is not None else "-",
+            f"{usd(r['cost_usd_low'])}-{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
+            "ok" if r["feasible"] else r["infeasible_reason"],
         )
-        + "</tr>"
-        for r in frame.head(limit).to_dicts()
+        for r in shown
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    return present.table(head, rows, muted=[not r["feasible"] for r in shown])
 
 
 def _assumptions(s: Scenario, cal: calibration_mod.Calibration) -> str:
     items = [f"{f.name} = {getattr(s.assumptions, f.name)}" for f in dataclasses.fields(s.assumptions)]
     items.append(f"goodput (calibrated) = {cal.goodput:.3f} (IQR {cal.goodput_low:.3f}-{cal.goodput_high:.3f})")
     items.append(f"mixture-of-experts efficiency (calibrated) = {cal.moe_efficiency:.3f}")
-    return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
+    return present.items(items, "wb-lines")
 
 
 def render(scenario: Scenario, catalog: catalog_mod.Catalog | None = None) -> str:
@@ -100,21 +90,20 @@ def render(scenario: Scenario, catalog: catalog_mod.Catalog | None = None) -> st
     main, built = chart_specs(scenario, cat)
     rec: Recommendation = recommend(main, scenario.framework)
     svgs = "".join(f"<div>{vlc.vegalite_to_svg(chart.to_dict())}</div>" for chart in built.values())
-    reasons = "".join(f"<li>{html.escape(r)}</li>" for r in rec.reasons)
     scenario_table = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _scenario_rows(scenario)
     )
     runs = html.escape(", ".join(sorted(set(cat.reference_runs["run_id"].head(6)))))
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Accelerator Workbook report</title>
-<style>{STYLE}</style></head><body>
-<h1>Accelerator Workbook</h1><p class="q">Which accelerator should we train this model on, how many chips, how long,
-what will it cost, and why?</p>
-<h2>Scenario</h2><table>{scenario_table}</table>
-<h2>Recommendation</h2><div class="card"><b>{html.escape(rec.headline)}</b><ul>{reasons}</ul></div>
-<h2>Charts</h2><div class="charts">{svgs}</div>
+<style>{present.css()}</style></head><body class="wb-report">
+<h1>Accelerator Workbook</h1><p class="wb-question">Which accelerator should we train this model on,
+how many chips, how long, what will it cost, and why?</p>
+<h2>Scenario</h2><table class="wb-table">{scenario_table}</table>
+<h2>Recommendation</h2>{present.card(rec.headline, present.items(rec.reasons))}
+<h2>Charts</h2><div class="wb-charts">{svgs}</div>
 <h2>Options</h2>{_table(main)}
 <h2>Assumptions</h2>{_assumptions(scenario, cal)}
-<p class="muted">Prices as of {cat.prices_as_of:%Y-%m-%d} (newest row; catalog rows are about 2025-05);
+<p class="wb-footnote">Prices as of {cat.prices_as_of:%Y-%m-%d} (newest row; catalog rows are about 2025-05);
 accelerator specs as of
 {cat.accelerators["as_of"].max():%Y-%m-%d}. MFU calibrated on published runs: {runs} and others
 (data/reference_runs.csv). Report generated {dt.date.today():%Y-%m-%d}.</p></body></html>"""

@@ -9,8 +9,9 @@ from workbook.app.shell import Dashboard
 from workbook.errors import InputError
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def dash():
+    """A fresh Dashboard per test: no test sees another's slider moves."""
     return Dashboard()
 
 

@@ -10,6 +10,7 @@ from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
 from workbook import report
 from workbook.app import links, state
 from workbook.app.shell import Dashboard
+from workbook.charts import training as train_charts
 from workbook.training.scenario import ModelSpec, Scenario
 
 CLOUDS = ["aws", "gcp"]
@@ -67,12 +68,16 @@ def scenario():
 
 def test_report_is_self_contained(scenario):
     text = report.render(scenario)
-    assert text.startswith("<!doctype html>") and "Recommendation" in text and text.count("<svg") == 4
+    assert (
+        text.startswith("<!doctype html>")
+        and "Recommendation" in text
+        and text.count("<svg") == len(train_charts.TEMPLATES)
+    )
     assert "<script" not in text and not re.search(r"(src|href)=['\"]https?://", text)
     assert "Prices as of" in text
 
 
-def test_downloads_parse(scenario, tmp_path):
+def test_downloads_parse():
     d = Dashboard()
     d.apply_query("params_b=13&days=20")
     d.train.prepare_downloads()
@@ -84,7 +89,12 @@ def test_downloads_parse(scenario, tmp_path):
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert width > 400 and height > 200
     assert base64.b64decode(found["cost.svg"]).startswith(b"<svg")
-    (tmp_path / "report.html").write_bytes(base64.b64decode(found["accelerator-report.html"]))
+    page = base64.b64decode(found["accelerator-report.html"]).decode()
+    assert (
+        page.startswith("<!doctype html>")
+        and "13.0B parameters" in page
+        and page.count("<svg") == len(train_charts.TEMPLATES)
+    )
 
 
 def needs_browser(test):
@@ -104,7 +114,9 @@ def test_report_renders_in_chromium_without_network(scenario, tmp_path):
         requests = []
         page.on("request", lambda r: requests.append(r.url))
         page.goto(path.as_uri())
-        assert page.locator("svg").count() == 4 and "Recommendation" in page.inner_text("body")
+        assert page.locator("svg").count() == len(train_charts.TEMPLATES) and "Recommendation" in page.inner_text(
+            "body"
+        )
         browser.close()
     assert [u for u in requests if not u.startswith("file://")] == []
 

@@ -1,10 +1,12 @@
-"""The CLI contract (DESIGN.md) and its bad-input rule: exit 2, one line naming the flag."""
+"""The CLI contract (docs/design.md) and its bad-input rule: exit 2, one line naming the flag."""
 
 import json
 import subprocess
 import sys
 
 import pytest
+
+from workbook.charts import training as train_charts
 
 KEYS = {
     "accelerator",
@@ -19,11 +21,18 @@ KEYS = {
 }
 
 
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "workbook", *args], capture_output=True, text=True, timeout=120)
+def test_module_entry_point():
+    """The real ``python -m workbook``: its exit status and one-line error (the other tests run it in-process)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "workbook", "train", "--params", "-1", "--accelerator", "h100-sxm"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--params" in out.stderr
 
 
-def test_train_json_contract():
+def test_train_json_contract(cli):
     out = cli(
         "train",
         "--params",
@@ -46,7 +55,7 @@ def test_train_json_contract():
     assert result["chips"] % 4 == 0 and result["fits_in_memory"]
 
 
-def test_compare_lists_options_and_accelerators_lists_ids():
+def test_compare_lists_options_and_accelerators_lists_ids(cli):
     out = cli("compare", "--params", "7e9", "--pricing", "spot", "--json")
     rows = json.loads(out.stdout)
     assert len({r["accelerator"] for r in rows}) > 10
@@ -69,17 +78,17 @@ def test_compare_lists_options_and_accelerators_lists_ids():
         (["train", "--params", "nan", "--accelerator", "h100-sxm"], "--params"),
     ],
 )
-def test_bad_input_exits_2_with_one_line(args, flag):
+def test_bad_input_exits_2_with_one_line(cli, args, flag):
     out = cli(*args)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and flag in out.stderr and "Traceback" not in out.stderr
 
 
-def test_report_command_writes_a_self_contained_page(tmp_path):
+def test_report_command_writes_a_self_contained_page(cli, tmp_path):
     out = tmp_path / "report.html"
     result = cli("report", "--params", "7e9", "--days", "14", "--pricing", "spot", "--out", str(out))
     assert result.returncode == 0, result.stderr
     text = out.read_text()
-    assert "Recommendation" in text and text.count("<svg") == 4 and "<script" not in text
+    assert "Recommendation" in text and text.count("<svg") == len(train_charts.TEMPLATES) and "<script" not in text
     bad = cli("report", "--params", "7e9", "--out", str(tmp_path / "missing" / "r.html"))
     assert bad.returncode == 2 and "--out" in bad.stderr and bad.stderr.count("\n") == 1

@@ -2,10 +2,11 @@
 
 import shutil
 
+import polars as pl
 import pytest
 
 from workbook import catalog
-from workbook.catalog import pricebuild
+from workbook.catalog import pricebuild, schemas
 from workbook.errors import DataError
 
 REQUIRED_IDS = {
@@ -99,18 +100,56 @@ def test_bad_override_names_file_row_and_column(tmp_path, body, expected):
 
 
 @pytest.mark.parametrize(
-    "table, line, old, new, column",
+    "table, line, old, new, message",
     [
-        ("frameworks.csv", 3, "supported", "sorta", "support"),
-        ("accelerators.csv", 2, ",1.25e+14,", ",0,", "bf16_flops_per_s"),
+        ("frameworks.csv", 3, "supported", "sorta", "column support"),
+        ("accelerators.csv", 2, ",1.25e+14,", ",0,", "column bf16_flops_per_s"),
+        # low <= central <= high, checked across columns
+        (
+            "frameworks.csv",
+            3,
+            ",0.90,0.60,0.99,",
+            ",0.90,0.95,0.99,",
+            ": fails efficiency_low <= efficiency <= efficiency_high",
+        ),
+        ("frameworks.csv", 3, ",6,3,12,", ",6,3,5,", ": fails port_weeks_low <= port_weeks <= port_weeks_high"),
+        ("mfu_proxies.csv", 2, ",1.05,1.0,1.14,", ",1.05,1.1,1.14,", ": fails factor_low <= factor <= factor_high"),
+        ("platform_ports.csv", 2, "amd,gpu,3,1,8,", "amd,gpu,3,4,8,", ": fails weeks_low <= weeks <= weeks_high"),
     ],
 )
-def test_bad_shipped_table_is_reported(tmp_path, table, line, old, new, column):
+def test_bad_shipped_table_is_reported(tmp_path, table, line, old, new, message):
     data = tmp_path / "data"
     shutil.copytree(catalog.DATA_DIR, data)
     lines = (data / table).read_text().splitlines()
     assert old in lines[line - 1], "the edit must change the file, or the test proves nothing"
     lines[line - 1] = lines[line - 1].replace(old, new, 1)
     (data / table).write_text("\n".join(lines) + "\n")
-    with pytest.raises(DataError, match=rf"{table} line {line}, column {column}"):
+    with pytest.raises(DataError, match=rf"{table} line {line},? ?{message}"):
         catalog.load(data)
+
+
+def test_secondary_source_is_a_column_not_a_phrase(tmp_path):
+    cat = catalog.load()
+    summary = cat.price_summary(("on-demand", "commit-1y", "commit-3y", "capacity-block", "reserved-contract"))
+    flagged = summary.filter(pl.col("price_secondary_source"))
+    assert flagged.height > 0 and summary.filter(~pl.col("price_secondary_source")).height > 0
+    # A user's row marked secondary, with no wording about it, is flagged; its notes do not matter.
+    path = _override(
+        tmp_path,
+        GOOD_HEADER.rstrip("\n") + ",secondary_source\n" + "h100-sxm,mycloud,on-demand,1.5,2026-11-01,a blog,true\n",
+    )
+    mine = catalog.load(price_overrides=path).price_summary(("on-demand",), ("mycloud",))
+    assert mine.height == 1 and mine["price_secondary_source"].item()
+
+
+def test_every_price_event_supersedes_and_derives_rows():
+    events = catalog.read_table(catalog.DATA_DIR / "price_events.csv", schemas.PriceEvents)
+    prices = catalog.load().prices
+    assert events.height > 0
+    for event in events.iter_rows(named=True):
+        rows = prices.filter(
+            (pl.col("cloud") == event["cloud"]) & pl.col("instance_type").str.starts_with(event["instance_prefix"])
+        )
+        derived = rows.filter((pl.col("as_of") == event["effective"]) & ~pl.col("excluded"))
+        old = rows.filter(pl.col("as_of") < event["effective"], pl.col("pricing_model") == event["pricing_model"])
+        assert derived.height > 0 and old.height > 0 and old["excluded"].all()

@@ -44,7 +44,3 @@ def test_gcp_only_and_framework_switch_reason():
 def test_impossible_budget_says_why():
     r = _rec(budget_usd=10)
     assert r.best is None and "No option" in r.reasons[0]
-
-
-def test_money_format():
-    assert recommend.usd(1_234_567) == "$1.2M" and recommend.usd(850_000) == "$850k" and recommend.usd(4200) == "$4,200"

@@ -1,7 +1,7 @@
 """ChartGrid: Vega-Lite charts whose data is swapped in place (no re-embedding on each change).
 
 altair's JupyterChart re-embeds a chart whenever its spec changes (~40 ms a chart in the browser
-here, BROWSER.md) and every JupyterChart carries its own ~0.9 MB offline JavaScript bundle. The
+here, docs/design.md) and every JupyterChart carries its own ~0.9 MB offline JavaScript bundle. The
 workbook's charts have fixed templates and only their named datasets change, so one widget holds all
 of them: it embeds each template once and, on a data change, replaces the datasets in the running
 Vega views (``view.data(name, rows)``). The JavaScript (``chartgrid.js``) is bundled with vega-embed,

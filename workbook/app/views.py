@@ -1,4 +1,7 @@
-"""HTML for the page: recommendation card, option table, messages. Plain words, numbers for people."""
+"""HTML for the page: recommendation card, option table, messages. Plain words, numbers for people.
+
+The markup and the number formats come from :mod:`workbook.present`; the styles are its CSS classes.
+"""
 
 from __future__ import annotations
 
@@ -6,105 +9,72 @@ import html
 
 import polars as pl
 
-from workbook.training.recommend import Recommendation, days, usd
+from workbook import present
+from workbook.present import days, usd
+from workbook.training.recommend import Recommendation
 
+message = present.message  # the views' one-line notices (errors, info)
+
+# Inline card style of the serving card, kept until that card moves to present.card (the serving engineer's).
 CARD_STYLE = (
     "border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:#f6f8fa;font-size:14px;line-height:1.45"
 )
 
 
-def message(text: str, kind: str = "error") -> str:
-    color = {"error": "#b00020", "info": "#555"}[kind]
-    return f'<div class="wb-message wb-{kind}" style="color:{color};font-size:14px">{html.escape(text)}</div>'
-
-
 def _option_line(option: dict) -> str:
     return (
         f"<b>{html.escape(option['name'])}</b> on {html.escape(option['cloud'])} ({option['pricing_model']}): "
-        f"{option['chips']:,} chips, {days(option['train_days'])}, <b>{usd(option['cost_usd'])}</b>"
+        f"{present.count(option['chips'], 'chip')}, {days(option['train_days'])}, <b>{usd(option['cost_usd'])}</b>"
     )
 
 
 def recommendation(rec: Recommendation) -> str:
     """The card a manager reads first: the answer, why, the runners-up, and what was ruled out."""
-    parts = [
-        f'<div class="wb-card" style="{CARD_STYLE}">',
-        '<div class="wb-headline" '
-        f'style="font-size:18px;font-weight:600;margin-bottom:6px">{html.escape(rec.headline)}</div>',
-    ]
-    parts.append(
-        "<ul style='margin:4px 0 8px 18px;padding:0'>"
-        + "".join(f"<li>{html.escape(r)}</li>" for r in rec.reasons)
-        + "</ul>"
-    )
+    parts = [present.items(rec.reasons)]
     if rec.runners_up:
         parts.append("<div><b>Runners-up:</b> " + "; ".join(_option_line(o) for o in rec.runners_up) + "</div>")
     if rec.infeasible.height:
-        items = "".join(
-            f"<li>{html.escape(r['name'])}: {html.escape(r['reason'] or '')}</li>" for r in rec.infeasible.to_dicts()
-        )
-        parts.append(
-            f"<details style='margin-top:6px'><summary>Ruled out ({rec.infeasible.height})</summary>"
-            f"<ul style='margin:4px 0 0 18px;padding:0'>{items}</ul></details>"
-        )
-    parts.append("</div>")
-    return "".join(parts)
+        ruled_out = present.items(f"{r['name']}: {r['reason'] or ''}" for r in rec.infeasible.to_dicts())
+        parts.append(f"<details><summary>Ruled out ({rec.infeasible.height})</summary>{ruled_out}</details>")
+    return present.card(rec.headline, "".join(parts))
 
 
 def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
     """All options, cheapest first, formatted ($1.2M, 18.5 days); infeasible ones last with the reason."""
-    rows = []
-    for r in frame.head(limit).to_dicts():
-        ok = r["feasible"]
-        cost = usd(r["cost_usd"]) if r["cost_usd"] is not None else "–"
-        band = f"{usd(r['cost_usd_low'])}–{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else ""
-        cells = [
+    shown = frame.head(limit).to_dicts()
+    rows = [
+        [
             r["name"],
             r["cloud"] or "–",
             r["pricing_model"],
             f"{r['chips']:,}" if r["chips"] else "–",
             days(r["train_days"]) if r["train_days"] else "–",
-            cost,
-            band,
+            usd(r["cost_usd"]) if r["cost_usd"] is not None else "–",
+            f"{usd(r['cost_usd_low'])}–{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
-            "ok" if ok else (r["infeasible_reason"] or ""),
+            "ok" if r["feasible"] else (r["infeasible_reason"] or ""),
         ]
-        style = "" if ok else " style='color:#888'"
-        rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+        for r in shown
+    ]
     head = ["Accelerator", "Cloud", "Pricing", "Chips", "Time", "Cost", "Cost range", "Memory / chip", "Status"]
-    more = (
-        f"<div style='color:#666'>{frame.height - limit} more options not shown</div>" if frame.height > limit else ""
-    )
-    return (
-        "<table class='wb-table' style='border-collapse:collapse;font-size:13px'>"
-        "<thead><tr>" + "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>" for h in head) + "</tr></thead>"
-        "<tbody>" + "".join(rows).replace("<td>", "<td style='padding:2px 8px'>") + "</tbody></table>" + more
-    )
+    hidden = frame.height - len(shown)
+    more = f"<div class='wb-more'>{present.count(hidden, 'more option')} not shown</div>" if hidden else ""
+    return present.table(head, rows, muted=[not r["feasible"] for r in shown]) + more
 
 
 def claims_table(checks) -> str:
     """The seed articles' claims with what the data says and the verdict."""
-    rows = "".join(
-        f"<tr><td style='padding:4px 8px;vertical-align:top'><b>{html.escape(c.claim)}</b></td>"
-        f"<td style='padding:4px 8px;vertical-align:top'>{html.escape(c.verdict)}</td>"
-        f"<td style='padding:4px 8px;vertical-align:top;color:#555'>{html.escape(c.finding)}</td></tr>"
-        for c in checks
-    )
-    return (
-        "<table class='wb-claims' style='border-collapse:collapse;font-size:13px'><thead><tr>"
-        "<th style='text-align:left;padding:4px 8px'>Claim</th><th style='text-align:left;padding:4px 8px'>Verdict</th>"
-        "<th style='text-align:left;padding:4px 8px'>What the data and model say</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-    )
+    head = ["Claim", "Verdict", "What the data and model say"]
+    return present.table(head, ([c.claim, c.verdict, c.finding] for c in checks), css_class="wb-claims")
 
 
 def accuracy(lines: list[str]) -> str:
     return (
-        "<div class='wb-accuracy' style='font-size:13px'><p>Every estimate comes from MFU calibrated on published "
+        "<div class='wb-accuracy'><p>Every estimate comes from MFU calibrated on published "
         "throughput benchmarks and a goodput fitted on published whole training runs. Predicting those runs' "
-        "chip-hours with this same model gives:</p><ul>"
-        + "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-        + "</ul><p>Details, every run and a leave-one-family-out check: notebooks/validation.ipynb.</p></div>"
+        "chip-hours with this same model gives:</p>"
+        + present.items(lines, "wb-lines")
+        + "<p>Details, every run and a leave-one-family-out check: notebooks/validation.ipynb.</p></div>"
     )
 
 
@@ -182,8 +152,7 @@ def share_link(query: str) -> str:
         quote=True,
     )
     return (
-        "<span class='wb-share' style='font-size:13px;margin-right:12px'><a class='wb-link' "
-        f"href='{href}' target='_blank'>"
+        f"<span class='wb-share'><a class='wb-link' href='{href}' target='_blank'>"
         f"Link to this scenario</a> <button class='wb-copy' onclick=\"{script}\">Copy link</button></span>"
     )
 
@@ -192,8 +161,7 @@ def _data_link(label: str, filename: str, mime: str, payload: bytes) -> str:
     import base64
 
     encoded = base64.b64encode(payload).decode()
-    style = "margin-right:10px"
-    return f"<a download='{filename}' href='data:{mime};base64,{encoded}' style='{style}'>{html.escape(label)}</a>"
+    return f"<a download='{filename}' href='data:{mime};base64,{encoded}'>{html.escape(label)}</a>"
 
 
 def downloads(frame: pl.DataFrame, scenario, catalog) -> str:
@@ -218,4 +186,4 @@ def downloads(frame: pl.DataFrame, scenario, catalog) -> str:
     parts.append(
         _data_link("Report (HTML)", "accelerator-report.html", "text/html", report.render(scenario, catalog).encode())
     )
-    return "<span class='wb-downloads' style='font-size:13px'>" + "".join(parts) + "</span>"
+    return "<span class='wb-downloads'>" + "".join(parts) + "</span>"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from pathlib import Path
 
 import pandera.polars as pa
@@ -31,6 +32,7 @@ PRICE_KEY = ["accelerator_id", "cloud", "region", "instance_type", "pricing_mode
 class Catalog:
     """All tables the model reads, as polars frames (already validated)."""
 
+    kinds: pl.DataFrame
     accelerators: pl.DataFrame
     prices: pl.DataFrame
     frameworks: pl.DataFrame
@@ -66,7 +68,7 @@ class Catalog:
             pl.len().alias("price_rows"),
             pl.col("as_of").max().alias("price_as_of"),
             pl.col("as_of_approx").any().alias("price_as_of_approx"),
-            pl.col("notes").str.contains("secondary source").any().alias("price_secondary_source"),
+            pl.col("secondary_source").any().alias("price_secondary_source"),
         )
 
 
@@ -122,6 +124,8 @@ def _check(frame: pl.DataFrame, model: type[pa.DataFrameModel], label: str) -> p
         first = cases.row(0, named=True)
         more = f" (and {cases.height - 1} more problem(s))" if cases.height > 1 else ""
         value = first["failure_case"]
+        if first["schema_context"] == "DataFrameSchema":  # a check across columns (e.g. low <= central <= high)
+            raise DataError(f"{label} {_line(first['index'])}: fails {first['check']} ({value}){more}") from None
         what = "missing value" if value is None else f"{value!r} fails {first['check']}"
         raise DataError(f"{label} {_line(first['index'])}, column {first['column']}: {what}{more}") from None
 
@@ -152,14 +156,39 @@ def read_table(path: Path | str, model: type[pa.DataFrameModel]) -> pl.DataFrame
     return _check(_cast(raw, model, label), model, label)
 
 
-def _unknown_ids(frame: pl.DataFrame, known: list[str], label: str) -> None:
-    bad = frame.with_row_index("_i").filter(~pl.col("accelerator_id").is_in(known))
+def _unknown_ids(frame: pl.DataFrame, known: list[str], label: str, column: str = "accelerator_id") -> None:
+    bad = frame.with_row_index("_i").filter(~pl.col(column).is_in(known))
     if bad.height:
         row = bad.row(0, named=True)
         raise DataError(
-            f"{label} {_line(row['_i'])}, column accelerator_id: unknown accelerator {row['accelerator_id']!r}; "
-            f"known ids: {', '.join(known)}"
+            f"{label} {_line(row['_i'])}, column {column}: unknown {column.removesuffix('_id')} {row[column]!r}; "
+            f"known: {', '.join(known)}"
         )
+
+
+def _check_frameworks(frameworks: pl.DataFrame, kinds: pl.DataFrame, root: Path) -> None:
+    """Every (framework, kind) pair has a row, and each kind's native framework is marked ``native`` there."""
+    label = str(root / "frameworks.csv")
+    _unknown_ids(frameworks, kinds["kind"].to_list(), label, "kind")
+    pairs = pl.DataFrame({"framework": schemas.FRAMEWORKS}).join(kinds.select("kind"), how="cross")
+    missing = pairs.join(frameworks, on=["framework", "kind"], how="anti")
+    if missing.height:
+        row = missing.row(0, named=True)
+        raise DataError(f"{label}: no row for framework {row['framework']!r} on kind {row['kind']!r}")
+    native = kinds.join(frameworks, left_on=["native_framework", "kind"], right_on=["framework", "kind"])
+    wrong = native.filter(pl.col("support") != "native")
+    if wrong.height:
+        row = wrong.row(0, named=True)
+        raise DataError(
+            f"{label}: {row['native_framework']} on {row['kind']} must have support 'native' "
+            f"(kinds.csv names it the native framework), not {row['support']!r}"
+        )
+
+
+@functools.cache
+def shipped_kinds() -> pl.DataFrame:
+    """``data/kinds.csv`` as shipped: labels and colours for charts and text that have no catalog at hand."""
+    return read_table(DATA_DIR / "kinds.csv", schemas.Kinds)
 
 
 def load(data_dir: Path | str | None = None, price_overrides: Path | str | None = None) -> Catalog:
@@ -169,7 +198,9 @@ def load(data_dir: Path | str | None = None, price_overrides: Path | str | None 
     pricing model) and add new ones; they are marked ``source`` as the user gave it.
     """
     root = Path(data_dir) if data_dir is not None else DATA_DIR
+    kinds = read_table(root / "kinds.csv", schemas.Kinds)
     accelerators = read_table(root / "accelerators.csv", schemas.Accelerators)
+    _unknown_ids(accelerators, kinds["kind"].to_list(), str(root / "accelerators.csv"), "kind")
     known = accelerators["accelerator_id"].to_list()
     prices = read_table(root / "prices.csv", schemas.Prices)
     _unknown_ids(prices, known, str(root / "prices.csv"))
@@ -184,12 +215,17 @@ def load(data_dir: Path | str | None = None, price_overrides: Path | str | None 
     _unknown_ids(serving_runs, known, str(root / "inference_runs.csv"))
     proxies = read_table(root / "mfu_proxies.csv", schemas.MfuProxies)
     _unknown_ids(proxies, known, str(root / "mfu_proxies.csv"))
+    frameworks = read_table(root / "frameworks.csv", schemas.Frameworks)
+    _check_frameworks(frameworks, kinds, root)
+    ports = read_table(root / "platform_ports.csv", schemas.PlatformPorts)
+    _unknown_ids(ports, kinds["kind"].to_list(), str(root / "platform_ports.csv"), "kind")
     return Catalog(
+        kinds=kinds,
         accelerators=accelerators,
         prices=prices,
-        frameworks=read_table(root / "frameworks.csv", schemas.Frameworks),
+        frameworks=frameworks,
         framework_switches=read_table(root / "framework_switches.csv", schemas.FrameworkSwitches),
-        platform_ports=read_table(root / "platform_ports.csv", schemas.PlatformPorts),
+        platform_ports=ports,
         reference_runs=runs,
         inference_runs=serving_runs,
         mfu_proxies=proxies,

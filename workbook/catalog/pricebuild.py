@@ -2,7 +2,7 @@
 
 SOURCE_DIR may hold any mix of:
 
-* extracted rows, one ``<cloud>.csv`` per cloud (the format of ``shared/data-sources/prices/``),
+* extracted rows, one ``<cloud>.csv`` per cloud (the format of the project's extracts, docs/data-sources.md),
   plus ``commitments.csv`` (committed-use, reserved, capacity-block and newer list prices);
 * a SkyPilot catalog folder (``<cloud>/vms.csv``, github.com/skypilot-org/skypilot-catalog),
   the public format the extracted rows came from, so a fresh pull refreshes prices in one step.
@@ -16,11 +16,11 @@ should not be used are kept with ``excluded=true`` and a ``flag`` saying why):
 * TPU slices are converted to chips: v2/v3/v4/v5p names count TensorCores (2 per chip),
   v5e (v5litepod) and v6e names count chips; 700.0 placeholder rows (region not offered) are dropped;
 * on-demand rows below 0.6x the highest price of the same instance elsewhere are ``suspect_low``
-  (the catalog picked a discounted SKU such as DWS/flex-start, see SOURCES.md);
+  (the catalog picked a discounted SKU such as DWS/flex-start, see docs/data-sources.md);
 * spot above on-demand for the same instance means swapped columns or a discounted SKU:
   both rows are excluded (``spot_above_on_demand``);
-* known list-price events (AWS cut P4/P5 on-demand prices on 2025-06-01) turn older rows into
-  ``superseded`` ones and add a derived post-event row, unless a directly quoted newer row exists;
+* known list-price events (``data/price_events.csv``: AWS cut P4/P5 on-demand prices on 2025-06-01) turn older
+  rows into ``superseded`` ones and add a derived post-event row, unless a directly quoted newer row exists;
 * when the same key (accelerator, cloud, region, instance, pricing model) appears more than once,
   the newest row is used and the older ones are ``superseded``.
 """
@@ -33,6 +33,8 @@ from pathlib import Path
 
 import polars as pl
 
+from workbook.catalog.loading import DATA_DIR, read_table
+from workbook.catalog.schemas import PriceEvents
 from workbook.errors import InputError
 
 # Accelerator names used by SkyPilot and by the extracted rows -> our ids. Variant text decides
@@ -74,21 +76,6 @@ GCP_HOST = {
     "b200": "a4-highgpu-{n}g",
     "l4": {1: "g2-standard-4", 2: "g2-standard-24", 4: "g2-standard-48", 8: "g2-standard-96"},
 }
-# Published list-price events: (cloud, instance type prefix, pricing model, effective date, new/old, source).
-PRICE_EVENTS = [
-    (
-        "aws",
-        "p4d.",
-        "on-demand",
-        dt.date(2025, 6, 1),
-        0.67,
-        "AWS News Blog 2025-06-05, 'Announcing up to 45% price reduction for Amazon EC2 NVIDIA "
-        "GPU-accelerated instances' (P4d -33%)",
-    ),
-    ("aws", "p4de.", "on-demand", dt.date(2025, 6, 1), 0.67, "AWS News Blog 2025-06-05 (P4de -33%)"),
-    ("aws", "p5.", "on-demand", dt.date(2025, 6, 1), 0.56, "AWS News Blog 2025-06-05 (P5 -44%)"),
-    ("aws", "p5en.", "on-demand", dt.date(2025, 6, 1), 0.75, "AWS News Blog 2025-06-05 (P5en -25%)"),
-]
 EXTRACT_AS_OF = dt.date(2025, 5, 1)
 EXTRACT_AS_OF_NOTE = (
     "catalog commit date unknown; content dates the snapshot to Dec 2024 - May 2025 "
@@ -109,6 +96,7 @@ COLUMNS = [
     "flag",
     "as_of",
     "as_of_approx",
+    "secondary_source",
     "source",
     "notes",
 ]
@@ -133,7 +121,22 @@ def tpu_slice_chips(slice_name: str) -> int:
     return max(1, count // cores_per_chip)
 
 
-def _quote(cloud, region, instance, accel_id, chips, usd, model, as_of, approx, source, basis, notes="", flag=None):
+def _quote(
+    cloud,
+    region,
+    instance,
+    accel_id,
+    chips,
+    usd,
+    model,
+    as_of,
+    approx,
+    source,
+    basis,
+    notes="",
+    flag=None,
+    secondary=False,
+):
     return {
         "accelerator_id": accel_id,
         "cloud": cloud,
@@ -147,6 +150,7 @@ def _quote(cloud, region, instance, accel_id, chips, usd, model, as_of, approx, 
         "flag": flag,
         "as_of": as_of,
         "as_of_approx": approx,
+        "secondary_source": secondary,
         "source": source,
         "notes": notes or None,
     }
@@ -201,7 +205,8 @@ def _from_commitments(path: Path) -> list[dict]:
             else dt.date.fromisoformat(r["as_of"] if not approx else r["as_of"] + "-01")
         )
         flag = "gpu_only: host VM price missing, understates cost" if "host VM excluded" in r["notes"] else None
-        if "secondary figure" in r["notes"]:
+        secondary = "secondary figure" in r["notes"]  # how the extract marks second-hand quotes
+        if secondary:
             r["notes"] += " (secondary source, not the vendor's price list)"
         rows.append(
             _quote(
@@ -218,6 +223,7 @@ def _from_commitments(path: Path) -> list[dict]:
                 "per chip-hour as published",
                 r["notes"],
                 flag,
+                secondary,
             )
         )
     return rows
@@ -306,7 +312,9 @@ def _apply_rules(frame: pl.DataFrame) -> pl.DataFrame:
         pl.col("pricing_model").is_in(["on-demand", "spot"]) & (pl.col("_spot") > pl.col("_od")),
         "spot_above_on_demand: columns look swapped or a discounted SKU",
     ).drop("_od", "_spot")
-    for cloud, prefix, model, day, factor, source in PRICE_EVENTS:
+    for cloud, prefix, model, day, factor, source, _ in read_table(
+        DATA_DIR / "price_events.csv", PriceEvents
+    ).iter_rows():
         stale = (
             (pl.col("cloud") == cloud)
             & pl.col("instance_type").str.starts_with(prefix)

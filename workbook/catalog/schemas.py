@@ -15,11 +15,38 @@ import pandera.polars as pa
 import polars as pl
 
 PRICING_MODELS = ("on-demand", "spot", "commit-1y", "commit-3y", "capacity-block", "reserved-contract")
-KINDS = ("gpu", "tpu", "trainium")
 FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 SUPPORT_LEVELS = ("native", "first-class", "supported", "limited", "unsupported")
 PRECISIONS = ("bf16", "fp8", "int8")
 SLUG = r"^[a-z0-9][a-z0-9.-]*$"
+
+
+def band(stem: str):
+    """Row check that a value lies within its own range: ``{stem}_low <= {stem} <= {stem}_high``."""
+
+    @pa.dataframe_check(error=f"{stem}_low <= {stem} <= {stem}_high")
+    def ordered(cls, data) -> pl.LazyFrame:
+        central = pl.col(stem)
+        return data.lazyframe.select((pl.col(f"{stem}_low") <= central) & (central <= pl.col(f"{stem}_high")))
+
+    return ordered
+
+
+class Kinds(pa.DataFrameModel):
+    """Accelerator kinds (GPU, TPU, Trainium...): label, chart colour, native framework, scale-out loss.
+
+    A new kind is a row here plus its rows in frameworks.csv; no code change."""
+
+    kind: str = pa.Field(unique=True, str_matches=SLUG)
+    label: str = pa.Field(str_length={"min_value": 1})
+    color: str = pa.Field(str_matches=r"^#[0-9a-fA-F]{6}$")
+    native_framework: str = pa.Field(isin=FRAMEWORKS)
+    scale_loss_per_doubling: float = pa.Field(ge=0, lt=1)  # MFU lost per doubling beyond the fast domain
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+
+    class Config:
+        strict = True
 
 
 class Accelerators(pa.DataFrameModel):
@@ -28,7 +55,7 @@ class Accelerators(pa.DataFrameModel):
     accelerator_id: str = pa.Field(unique=True, str_matches=SLUG)
     name: str
     vendor: str = pa.Field(isin=("nvidia", "amd", "google", "aws", "intel"))
-    kind: str = pa.Field(isin=KINDS)
+    kind: str = pa.Field(str_matches=SLUG)  # one of data/kinds.csv (checked by the loader)
     family: str = pa.Field(str_length={"min_value": 2})  # architecture generation, for charts and leave-one-out checks
     offered: bool
     release_year: int = pa.Field(ge=2015, le=2035)
@@ -67,6 +94,7 @@ class Prices(pa.DataFrameModel):
     flag: Optional[str] = pa.Field(nullable=True)
     as_of: pl.Date
     as_of_approx: bool
+    secondary_source: bool  # quoted second-hand (a blog, a guide), not from the provider's own price list
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)
 
@@ -79,7 +107,7 @@ class Frameworks(pa.DataFrameModel):
     """Framework x accelerator kind: support, efficiency vs the native stack, porting effort."""
 
     framework: str = pa.Field(isin=FRAMEWORKS)
-    kind: str = pa.Field(isin=KINDS)
+    kind: str = pa.Field(str_matches=SLUG)  # one of data/kinds.csv (checked by the loader)
     support: str = pa.Field(isin=SUPPORT_LEVELS)
     efficiency: float = pa.Field(ge=0, le=1.2)
     efficiency_low: float = pa.Field(ge=0, le=1.2)
@@ -89,6 +117,9 @@ class Frameworks(pa.DataFrameModel):
     port_weeks_high: float = pa.Field(ge=0, le=200)
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
+
+    efficiency_band = band("efficiency")
+    port_weeks_band = band("port_weeks")
 
     class Config:
         strict = True
@@ -105,6 +136,8 @@ class FrameworkSwitches(pa.DataFrameModel):
     weeks_high: float = pa.Field(ge=0, le=200)
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
+
+    weeks_band = band("weeks")
 
     class Config:
         strict = True
@@ -138,6 +171,23 @@ class ReferenceRuns(pa.DataFrameModel):
         strict = True
 
 
+class PriceEvents(pa.DataFrameModel):
+    """Published list-price changes: rows of ``instance_prefix`` dated before ``effective`` are superseded and a
+    derived row at ``new_over_old`` x the old price is added (see ``pricebuild``)."""
+
+    cloud: str = pa.Field(str_matches=SLUG)
+    instance_prefix: str = pa.Field(str_length={"min_value": 1})
+    pricing_model: str = pa.Field(isin=PRICING_MODELS)
+    effective: pl.Date
+    new_over_old: float = pa.Field(gt=0, le=2)
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+
+    class Config:
+        strict = True
+        unique = ["cloud", "instance_prefix", "pricing_model", "effective"]
+
+
 # Columns a user's file may omit (price overrides are the usual case), with their default.
 OPTIONAL_DEFAULTS: dict[type[pa.DataFrameModel], dict[str, object]] = {
     Prices: {
@@ -148,6 +198,7 @@ OPTIONAL_DEFAULTS: dict[type[pa.DataFrameModel], dict[str, object]] = {
         "excluded": False,
         "flag": None,
         "as_of_approx": False,
+        "secondary_source": False,
         "notes": None,
     },
 }
@@ -164,6 +215,8 @@ class MfuProxies(pa.DataFrameModel):
     reason: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
 
+    factor_band = band("factor")
+
     class Config:
         strict = True
 
@@ -172,12 +225,14 @@ class PlatformPorts(pa.DataFrameModel):
     """Extra engineer-weeks to move a stack written for NVIDIA GPUs to another vendor's GPUs (e.g. CUDA -> ROCm)."""
 
     vendor: str = pa.Field(isin=("nvidia", "amd", "google", "aws", "intel"))
-    kind: str = pa.Field(isin=KINDS)
+    kind: str = pa.Field(str_matches=SLUG)  # one of data/kinds.csv (checked by the loader)
     weeks: float = pa.Field(ge=0, le=200)
     weeks_low: float = pa.Field(ge=0, le=200)
     weeks_high: float = pa.Field(ge=0, le=200)
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
+
+    weeks_band = band("weeks")
 
     class Config:
         strict = True

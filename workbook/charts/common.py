@@ -6,13 +6,13 @@ The app builds each template's spec once and swaps only the datasets on every co
 
 from __future__ import annotations
 
+import json
+
 import altair as alt
 import polars as pl
 
-KIND_COLORS = alt.Scale(domain=["gpu", "tpu", "trainium"], range=["#4c78a8", "#f58518", "#54a24b"])
-KIND_LEGEND = alt.Legend(
-    title="Family", orient="bottom", labelExpr="{'gpu': 'GPU', 'tpu': 'TPU', 'trainium': 'Trainium'}[datum.label]"
-)
+from workbook.catalog import shipped_kinds
+
 COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"]
 COMPONENT_COLORS = alt.Scale(
     domain=COMPONENT_ORDER, range=["#1f4e79", "#4c78a8", "#9ecae9", "#72b7b2", "#b279a2", "#bab0ac"]
@@ -22,6 +22,17 @@ LOG_TICKS = [1, 3, 10, 30, 100, 300, 1000, 3000, 10000]  # 1-3-10 ticks on narro
 LABEL_LIMIT = 200  # px of an option name on a bar chart axis (the full name is in the tooltip)
 USD = "$.3s"
 MONEY = "$,.0f"
+
+
+def kind_color() -> alt.Color:
+    """Colour by accelerator kind, with the colours and legend labels of ``data/kinds.csv``."""
+    kinds = shipped_kinds()
+    labels = json.dumps(dict(kinds.select("kind", "label").iter_rows()))
+    return alt.Color(
+        "kind:N",
+        scale=alt.Scale(domain=kinds["kind"].to_list(), range=kinds["color"].to_list()),
+        legend=alt.Legend(title="Family", orient="bottom", labelExpr=f"{labels}[datum.label]"),
+    )
 
 
 def best_per_accelerator(frame: pl.DataFrame, cost: str) -> pl.DataFrame:

@@ -10,14 +10,13 @@ import polars as pl
 from workbook import serving
 from workbook.charts import training
 from workbook.charts.common import (
-    KIND_COLORS,
-    KIND_LEGEND,
     LABEL_LIMIT,
     LOG_TICKS,
     MONEY,
     USD,
     WIDTH,
     best_per_accelerator,
+    kind_color,
     message_layer,
     message_rows,
     rows,
@@ -40,7 +39,7 @@ def price_template() -> alt.LayerChart:
     bars = base.mark_bar(opacity=0.85).encode(
         x=alt.X("usd_per_million_tokens:Q", title="USD per million output tokens", axis=alt.Axis(format="$.2f")),
         y=y,
-        color=alt.Color("kind:N", scale=KIND_COLORS, legend=KIND_LEGEND),
+        color=kind_color(),
         tooltip=[
             alt.Tooltip("option:N", title="Option"),
             alt.Tooltip("chips:Q", format=","),

@@ -15,14 +15,13 @@ import polars as pl
 from workbook.charts.common import (
     COMPONENT_COLORS,
     COMPONENT_ORDER,
-    KIND_COLORS,
-    KIND_LEGEND,
     LABEL_LIMIT,
     LOG_TICKS,
     MONEY,
     USD,
     WIDTH,
     best_per_accelerator,
+    kind_color,
     message_layer,
     message_rows,
     rows,
@@ -44,7 +43,7 @@ def cost_template() -> alt.LayerChart:
     bars = base.mark_bar(opacity=0.85).encode(
         x=alt.X("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD, labelOverlap=True)),
         y=y,
-        color=alt.Color("kind:N", scale=KIND_COLORS, legend=KIND_LEGEND),
+        color=kind_color(),
         tooltip=[
             alt.Tooltip("name:N", title="Accelerator"),
             alt.Tooltip("cloud:N", title="Cloud"),

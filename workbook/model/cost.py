@@ -2,7 +2,7 @@
 
 * compute cost = billed chip-hours x USD per chip-hour; on spot, chip-hours grow by the preemption
   overhead (work lost between checkpoints plus restart time); a commitment bills every hour of its
-  term (1 or 3 years) whether used or not (COMMITMENTS.md), so a short run on a commitment pays the term
+  term (1 or 3 years) whether used or not (docs/data-sources.md), so a short run on a commitment pays the term
   unless the capacity is reused, which this model does not assume;
 * energy (kWh) = chips x accelerator watts x host power factor x hours / 1000 x PUE;
 * CO2e (kg) = kWh x grid intensity.

@@ -6,17 +6,14 @@ fitted on the published runs in ``data/reference_runs.csv``; every value can be 
 
 Scale efficiency beyond the fast domain (NVLink node or rack for GPUs, ICI pod for TPUs):
   eff(N) = (1 - c) ** max(0, log2(N / domain))
-  c = 0.003 per doubling for GPU/Trainium scale-out fabrics: NVIDIA DGXC Llama 3.1 70B went from
-      54.10% MFU on 64 H100 to 53.38% on 2,048 (5 doublings -> 0.987, i.e. c = 0.0027);
-  c = 0.035 per doubling across TPU pods (multislice over the data-centre network): MaxText 128B
-      on v5e went from 56.06% on one 256-chip pod to 46.25% on 32 pods (5 doublings -> 0.825).
+with c, the MFU lost per doubling, per accelerator kind in ``data/kinds.csv`` (column
+``scale_loss_per_doubling``, with its published scaling series: 0.003 for GPU scale-out fabrics from
+NVIDIA DGXC Llama 3.1 70B on 64 vs 2,048 H100; 0.035 across TPU pods from MaxText 128B on 1 vs 32 v5e pods).
 """
 
 import math
 
 import polars as pl
-
-SCALE_LOSS_PER_DOUBLING = {"gpu": 0.003, "trainium": 0.003, "tpu": 0.035}
 
 
 def scale_efficiency(chips, domain_chips, loss_per_doubling):

@@ -32,10 +32,13 @@ from workbook.catalog import Catalog
 from workbook.catalog.schemas import PRECISIONS
 from workbook.model.flops import flops_per_token
 from workbook.model.spec import ModelSpec
-from workbook.model.throughput import SCALE_LOSS_PER_DOUBLING, scale_efficiency
+from workbook.model.throughput import scale_efficiency
 from workbook.model.units import PEAK_COLUMN
 
 SINGLE_POINT_SPREAD = 0.15
+# Where a base MFU comes from: published runs of the chip, a documented proxy chip, the median of all chips, or
+# the chip's BF16 base x the paired-run low-precision ratio. Column ``basis_kind`` of ``Calibration.mfu``.
+BASIS_KIND = pl.Enum(["measured", "proxy", "fallback", "derived"])
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -77,9 +80,8 @@ def _peak() -> pl.Expr:
 
 def _scale() -> pl.Expr:
     """Scale efficiency at each run's chip count: the same law the prediction uses (model/throughput.py)."""
-    loss = pl.col("kind").replace_strict(SCALE_LOSS_PER_DOUBLING, return_dtype=pl.Float64)
     chips = pl.col("chips").fill_null(pl.col("scaleup_domain_chips")).cast(pl.Float64)
-    return scale_efficiency(chips, pl.col("scaleup_domain_chips"), loss)
+    return scale_efficiency(chips, pl.col("scaleup_domain_chips"), pl.col("scale_loss_per_doubling"))
 
 
 def _runs(catalog: Catalog) -> pl.DataFrame:
@@ -87,6 +89,7 @@ def _runs(catalog: Catalog) -> pl.DataFrame:
     return (
         _with_flops_per_token(catalog.reference_runs)
         .join(catalog.accelerators, on="accelerator_id", how="left")
+        .join(catalog.kinds.select("kind", "scale_loss_per_doubling"), on="kind", how="left")
         .join(native, on=["framework", "kind"], how="left")
         .with_columns(_peak().alias("peak_flops_per_s"))
         .with_columns(_scale().alias("scale_efficiency"))
@@ -150,6 +153,7 @@ def _direct(points: pl.DataFrame) -> pl.DataFrame:
         pl.concat_str(
             pl.lit("median of "), pl.len().cast(pl.String), pl.lit(" run(s): "), pl.col("run_id").str.join(", ")
         ).alias("basis"),
+        pl.lit("measured", BASIS_KIND).alias("basis_kind"),
     )
 
 
@@ -178,6 +182,7 @@ def _with_proxies(direct: pl.DataFrame, proxies: pl.DataFrame) -> pl.DataFrame:
                         pl.col("reason"),
                         pl.lit(")"),
                     ).alias("basis"),
+                    pl.lit("proxy", BASIS_KIND).alias("basis_kind"),
                 ),
             ]
         )
@@ -190,7 +195,7 @@ def _with_fallback(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
     missing = sorted(set(ids) - set(table["accelerator_id"]))
     if not missing:
         return table
-    measured = table.filter(pl.col("basis").str.starts_with("median"))
+    measured = table.filter(pl.col("basis_kind") == "measured")
     generic = pl.DataFrame(
         {
             "accelerator_id": missing,
@@ -200,7 +205,7 @@ def _with_fallback(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
             "mfu_high": measured["mfu"].max(),
             "basis": "no published runs and no proxy: median of all calibrated chips (add a row to mfu_proxies.csv)",
         }
-    )
+    ).with_columns(pl.lit("fallback", BASIS_KIND).alias("basis_kind"))
     return pl.concat([table, generic.select(table.columns)])
 
 
@@ -215,6 +220,7 @@ def _low_precision(bf16: pl.DataFrame, direct: pl.DataFrame, ratio: float | None
             pl.concat_str(
                 pl.lit(f"BF16 base x {ratio:.2f} (median low-precision/BF16 ratio of paired runs); "), pl.col("basis")
             ).alias("basis"),
+            pl.lit("derived", BASIS_KIND).alias("basis_kind"),
         )
         rows.append(derived.join(rows[0], on=["accelerator_id", "precision"], how="anti"))
     return pl.concat(rows)

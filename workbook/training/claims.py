@@ -1,7 +1,7 @@
 """The seed articles' popular claims, checked against the dataset and the calibrated model.
 
 Each check recomputes its numbers from ``data/`` and ``workbook``; nothing here is typed in by hand
-except the claim itself and where it was made (``../shared/seeds/``). Verdicts: "holds",
+except the claim itself and where it was made (docs/data-sources.md, "The seed articles"). Verdicts: "holds",
 "holds only if ...", "contradicted".
 """
 
@@ -170,7 +170,7 @@ def _best_cost(cat, cal, kind: str, pricing: tuple[str, ...], clouds: tuple[str,
         model=ModelSpec.from_params(REFERENCE["params"]),
         tokens=REFERENCE["tokens"],
         days=REFERENCE["days"],
-        framework="jax" if kind == "tpu" else "pytorch",
+        framework=cat.kinds.filter(pl.col("kind") == kind)["native_framework"].item(),
         pricing=pricing,
     )
     frame = options.evaluate(s, cat, cal).filter(pl.col("feasible") & (pl.col("kind") == kind))

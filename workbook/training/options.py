@@ -21,7 +21,6 @@ from workbook.training import calibration as calibration_mod
 from workbook.training import rules
 from workbook.training.scenario import Scenario
 
-NATIVE_FRAMEWORK = {"gpu": "pytorch", "tpu": "jax", "trainium": "pytorch"}
 SWITCH_SUPPORT = ("limited", "unsupported")  # below "supported" the team moves to the native stack
 TP_CANDIDATES = (1, 2, 4, 8)  # tensor/sequence parallel degrees tried inside the fast domain
 SCALE_ITERATIONS = 4  # fixed-point iterations: chips depend on MFU, MFU on chips (scale efficiency)
@@ -42,7 +41,7 @@ def _framework_paths(cat: catalog_mod.Catalog, framework: str, lock_in: bool) ->
     """Per accelerator kind: the framework the run uses, its efficiency and the engineer-weeks to get there."""
     fw = cat.frameworks
     rows = []
-    for kind, native in NATIVE_FRAMEWORK.items():
+    for kind, native in cat.kinds.select("kind", "native_framework").iter_rows():
         stay = fw.filter((pl.col("framework") == framework) & (pl.col("kind") == kind)).row(0, named=True)
         switch = stay["support"] in SWITCH_SUPPORT and framework != native and not lock_in
         run_fw = native if switch else framework
@@ -125,7 +124,7 @@ def _throughput(s: Scenario, cal: calibration_mod.Calibration, chips: pl.Expr, s
         * pl.col(f"framework_efficiency{suffix}")
         * calibration_mod.moe_factor(cal.moe_efficiency)
     )
-    scale = throughput.scale_efficiency(chips, pl.col("scaleup_domain_chips"), pl.col("scale_loss"))
+    scale = throughput.scale_efficiency(chips, pl.col("scaleup_domain_chips"), pl.col("scale_loss_per_doubling"))
     return throughput.achieved_flops_per_s(pl.col("peak_flops_per_s"), mfu * scale)
 
 
@@ -211,12 +210,12 @@ def _accelerator_inputs(
         )
         .drop(*(f"_port{b}" for b in BAND))
         .join(mfu, on="accelerator_id", how="left")
-        .with_columns(
-            pl.col(peak).alias("peak_flops_per_s"),
-            pl.col("kind")
-            .replace_strict(throughput.SCALE_LOSS_PER_DOUBLING, return_dtype=pl.Float64)
-            .alias("scale_loss"),
+        .join(
+            cat.kinds.select("kind", pl.col("label").alias("kind_label"), pl.col("scale_loss_per_doubling")),
+            on="kind",
+            how="left",
         )
+        .with_columns(pl.col(peak).alias("peak_flops_per_s"))
     )
 
 
@@ -304,6 +303,7 @@ OUTPUT_COLUMNS = [
     "name",
     "vendor",
     "kind",
+    "kind_label",
     "offered",
     "cloud",
     "pricing_model",

@@ -13,8 +13,9 @@ import dataclasses
 
 import polars as pl
 
+from workbook.present import count, days, usd
+
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
-KIND_NAMES = {"gpu": "GPU", "tpu": "TPU", "trainium": "Trainium"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,27 +29,10 @@ class Recommendation:
     headline: str
 
 
-def usd(value: float) -> str:
-    """$1.2M, $850k, $4,200: money for people."""
-    if value is None:
-        return "n/a"
-    if abs(value) >= 1e9:
-        return f"${value / 1e9:.1f}B"
-    if abs(value) >= 1e6:
-        return f"${value / 1e6:.1f}M"
-    if abs(value) >= 1e4:
-        return f"${value / 1e3:.0f}k"
-    return f"${value:,.0f}"
-
-
-def days(value: float) -> str:
-    return f"{value:.1f} days" if value < 100 else f"{value:,.0f} days"
-
-
 def describe(option: dict) -> str:
     """One line: chip on cloud (pricing): chips, days, cost with its range."""
     return (
-        f"{option['name']} on {option['cloud']} ({option['pricing_model']}): {option['chips']:,} chips, "
+        f"{option['name']} on {option['cloud']} ({option['pricing_model']}): {count(option['chips'], 'chip')}, "
         f"{days(option['train_days'])}, {usd(option['cost_usd'])} "
         f"(range {usd(option['cost_usd_low'])}-{usd(option['cost_usd_high'])})"
     )
@@ -61,7 +45,7 @@ def _framework_reason(option: dict, team_framework: str) -> str | None:
     if option["framework_switch"]:
         return (
             f"It needs a {team}->{run} move (about {weeks:g} engineer-weeks, {usd(cost)} included in the cost), "
-            f"because {team} support on {KIND_NAMES[option['kind']]} is {option['team_framework_support']}."
+            f"because {team} support on {option['kind_label']} is {option['team_framework_support']}."
         )
     if weeks > 0 and option["framework_efficiency"] >= 1:
         return (
@@ -69,7 +53,7 @@ def _framework_reason(option: dict, team_framework: str) -> str | None:
         )
     if weeks > 0:
         return (
-            f"It runs {team} ({option['support']} on {KIND_NAMES[option['kind']]}, about "
+            f"It runs {team} ({option['support']} on {option['kind_label']}, about "
             f"{option['framework_efficiency']:.0%} of the native stack's speed) after about {weeks:g} engineer-weeks "
             f"of porting ({usd(cost)} included)."
         )
@@ -105,13 +89,13 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
         reasons.append(f"{best['name']} is {_compare(best, runners[0])}")
     rival = next((o for o in ranked if o["kind"] != best["kind"]), None)
     if rival is not None and rival not in runners[:1]:
-        reasons.append(f"Best {KIND_NAMES[rival['kind']]} alternative: {best['name']} is {_compare(best, rival)}")
+        reasons.append(f"Best {rival['kind_label']} alternative: {best['name']} is {_compare(best, rival)}")
     framework = _framework_reason(best, team_framework)
     if framework:
         reasons.append(framework)
     reasons.append(
         f"Memory fits: {best['memory_per_chip_gb']:.0f} GB needed per chip of {best['hbm_gb']:.0f} GB "
-        f"(at least {best['min_chips_to_fit']:,} chips needed to fit the model)."
+        f"(at least {count(best['min_chips_to_fit'], 'chip')} needed to fit the model)."
     )
     age = "about " if best["price_as_of_approx"] else ""
     caveat = (
@@ -119,12 +103,10 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
         if best["price_secondary_source"]
         else ""
     )
-    reasons.append(
-        f"Price: median of {best['price_rows']} quote(s) on {best['cloud']}, as of {age}{best['price_as_of']:%Y-%m}."
-        + caveat
-    )
+    quotes = count(best["price_rows"], "quote")
+    reasons.append(f"Price: median of {quotes} on {best['cloud']}, as of {age}{best['price_as_of']:%Y-%m}." + caveat)
     headline = (
-        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}): {best['chips']:,} chips, "
+        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}): {count(best['chips'], 'chip')}, "
         f"{days(best['train_days'])}, {usd(best['cost_usd'])}"
     )
     return Recommendation(best, runners, blocked, reasons, headline)

@@ -1,0 +1,46 @@
+"""Numbers and names for people, and HTML whose every class has a style in the one stylesheet."""
+
+import re
+
+import polars as pl
+import pytest
+
+from workbook import present
+from workbook.app import views
+from workbook.training import options, recommend
+from workbook.training.scenario import ModelSpec, Scenario
+
+
+def test_money_days_and_plurals():
+    assert present.usd(1_234_567) == "$1.2M" and present.usd(850_000) == "$850k" and present.usd(4200) == "$4,200"
+    assert present.usd(2.5e9) == "$2.5B" and present.usd(None) == "n/a"
+    assert present.days(18.46) == "18.5 days" and present.days(240.4) == "240 days"
+    assert present.count(1, "chip") == "1 chip" and present.count(1024, "chip") == "1,024 chips"
+    assert present.count(2, "replica") == "2 replicas" and present.count(3, "box", "boxes") == "3 boxes"
+
+
+def test_table_escapes_cells_and_greys_muted_rows():
+    text = present.table(["A", "B"], [["<x>", 1], ["y", 2]], muted=[False, True])
+    assert "&lt;x&gt;" in text and "<x>" not in text
+    assert text.count("<tr class='wb-muted'>") == 1 and text.count("<td>") == 4
+    with pytest.raises(ValueError, match="shorter"):
+        present.table(["A"], [["a"], ["b"]], muted=[True])
+
+
+def test_no_inline_styles_and_every_class_is_styled():
+    s = Scenario(model=ModelSpec.from_params(7e9), tokens=1.4e11, days=30, pricing=("on-demand",))
+    frame = options.evaluate(s)
+    assert frame.filter(pl.col("feasible")).height > 0 and frame.filter(~pl.col("feasible")).height > 0
+    page = (
+        views.recommendation(recommend.recommend(frame))
+        + views.option_table(frame, limit=frame.height - 1)
+        + views.message("bad", "error")
+        + views.message("note", "info")
+        + views.accuracy(["one line"])
+    )
+    assert "style=" not in page
+    used = set(re.findall(r"class='([^']+)'", page)) | set(re.findall(r'class="([^"]+)"', page))
+    classes = {c for group in used for c in group.split()}
+    assert {"wb-card", "wb-headline", "wb-table", "wb-muted", "wb-more", "wb-error", "wb-info"} <= classes
+    css = present.css()
+    assert [c for c in classes if f".{c}" not in css] == []

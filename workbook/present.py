@@ -1,0 +1,80 @@
+"""Numbers and names for people, as text and as HTML: one home for how the app, the report and the CLI say things.
+
+Text: :func:`usd` ($1.2M), :func:`days` (18.5 days), :func:`count` (1 chip, 1,024 chips).
+HTML: :func:`table`, :func:`items`, :func:`card`, :func:`message`; they carry CSS classes (``wb-*``) whose
+styles live in one stylesheet, ``STYLESHEET``, which the Voila template and the HTML report both include.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+STYLESHEET = Path(__file__).resolve().parents[1] / "share/jupyter/voila/templates/workbook/static/workbook.css"
+
+
+def usd(value: float | None) -> str:
+    """$1.2B, $1.2M, $850k, $4,200: money for people."""
+    if value is None:
+        return "n/a"
+    if abs(value) >= 1e9:
+        return f"${value / 1e9:.1f}B"
+    if abs(value) >= 1e6:
+        return f"${value / 1e6:.1f}M"
+    if abs(value) >= 1e4:
+        return f"${value / 1e3:.0f}k"
+    return f"${value:,.0f}"
+
+
+def days(value: float) -> str:
+    """18.5 days, 240 days."""
+    return f"{value:.1f} days" if value < 100 else f"{value:,.0f} days"
+
+
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """1 chip, 1,024 chips, 2 replicas: a whole number with its noun in the right number."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def css() -> str:
+    """The stylesheet's text, for pages that must be self-contained (the HTML report)."""
+    return STYLESHEET.read_text(encoding="utf-8")
+
+
+def escape(value: object) -> str:
+    return html.escape(str(value))
+
+
+def items(texts: Iterable[str], css_class: str = "wb-reasons") -> str:
+    """A bulleted list of plain-text items."""
+    return f"<ul class='{css_class}'>" + "".join(f"<li>{escape(t)}</li>" for t in texts) + "</ul>"
+
+
+def card(headline: str, body: str) -> str:
+    """The answer box: a headline in plain text over HTML ``body``."""
+    return f"<div class='wb-card'><div class='wb-headline'>{escape(headline)}</div>{body}</div>"
+
+
+def message(text: str, kind: str = "error") -> str:
+    """A one-line notice; ``kind`` is ``error`` or ``info``."""
+    if kind not in ("error", "info"):
+        raise ValueError(f"message kind {kind!r} is not one of error, info")
+    return f"<div class='wb-message wb-{kind}'>{escape(text)}</div>"
+
+
+def table(
+    head: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    css_class: str = "wb-table",
+    muted: Iterable[bool] | None = None,
+) -> str:
+    """An HTML table of plain-text cells; rows flagged in ``muted`` (e.g. infeasible options) are greyed."""
+    rows = list(rows)
+    flags = list(muted) if muted is not None else [False] * len(rows)
+    body = "".join(
+        ("<tr class='wb-muted'>" if flag else "<tr>") + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
+        for row, flag in zip(rows, flags, strict=True)
+    )
+    header = "".join(f"<th>{escape(h)}</th>" for h in head)
+    return f"<table class='{css_class}'><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
