@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     data = sub.add_parser("data", help="rebuild data tables")
     data_sub = data.add_subparsers(dest="data_command", required=True, parser_class=_Parser)
     build = data_sub.add_parser("build-prices", help="rebuild data/prices.csv from source rows or a SkyPilot catalog")
-    build.add_argument("source_dir")
+    build.add_argument("source_dir", nargs="+", help="one or more source folders (rows of all are merged)")
     build.add_argument("--out", default=str(catalog_mod.DATA_DIR / "prices.csv"))
     build.add_argument(
         "--as-of", type=dt.date.fromisoformat, help="as-of date for SkyPilot vms.csv rows (default today)"
@@ -272,7 +272,7 @@ def _table(frame: pl.DataFrame) -> str:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "data":
-        frame = pricebuild.build(args.source_dir, args.as_of)
+        frame = pricebuild.build(*args.source_dir, as_of=args.as_of)
         pricebuild.write(frame, args.out)
         print(f"wrote {frame.height} price rows ({frame.filter(~pl.col('excluded')).height} in use) to {args.out}")
         return 0
