@@ -60,7 +60,7 @@ def test_on_demand_beyond_capacity_says_so_and_porting_moves_the_finish():
     out = cli("train", "--params", "70e9", "--tokens", "2e12", "--accelerator", "tpu-v5p", "--days", "30", "--json")
     result = json.loads(out.stdout)
     assert not result["feasible"] and "without a reservation" in result["infeasible_reason"]
-    assert result["chips"] <= 256 and result["start_delay_days"] > 0
+    assert result["chips"] <= 512 and result["start_delay_days"] > 0
     assert result["finish_days"] == pytest.approx(result["start_delay_days"] + result["train_days"])
 
 

@@ -234,14 +234,19 @@ def shortest_plan(scenario: Scenario, catalog: catalog_mod.Catalog | None = None
     feasible = options.evaluate(free, catalog).filter(pl.col("feasible"))
     if feasible.height == 0:
         return ["No plan exists even without the deadline and budget: see the reasons above."]
-    fastest = feasible.sort("finish_days").row(0, named=True)
-    lines = [
-        f"Nothing finishes within {c.deadline_days:g} days. The fastest plan: {describe(fastest)}.",
-        f"Relax the deadline to about {math.ceil(fastest['finish_days'])} days for that plan.",
-    ]
-    within = feasible.filter(pl.col("finish_days") <= c.deadline_days).sort("cost_usd")
+    deadline = c.deadline_days if c.deadline_days is not None else math.inf
+    quickest = feasible["finish_days"].min()
+    # Among the plans within 1% of the quickest, the cheapest (several pricing models reach the same chips).
+    fastest = feasible.filter(pl.col("finish_days") <= quickest * 1.01).sort("cost_usd").row(0, named=True)
+    lines = []
+    if quickest > deadline:
+        lines += [
+            f"Nothing finishes within {deadline:g} days. The fastest plan: {describe(fastest)}.",
+            f"Relax the deadline to about {math.ceil(fastest['finish_days'])} days for that plan.",
+        ]
+    within = feasible.filter(pl.col("finish_days") <= deadline).sort("cost_usd")
     if c.budget_usd is not None and within.height:
-        lines.append(f"Or raise the budget to {usd(within['cost_usd'][0])}: {describe(within.row(0, named=True))}.")
+        lines.append(f"Raise the budget to {usd(within['cost_usd'][0])}: {describe(within.row(0, named=True))}.")
     probes = []
     if c.clouds:
         probes.append(("allow any cloud", dataclasses.replace(scenario, constraints=dataclasses.replace(c, clouds=()))))
