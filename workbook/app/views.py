@@ -61,9 +61,10 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
         cells = [
             r["name"],
             r["cloud"] or "–",
+            r["region"] or "–",
             r["pricing_model"],
             f"{r['chips']:,}" if r["chips"] else "–",
-            days(r["train_days"]) if r["train_days"] else "–",
+            days(r["finish_days"]) if r["finish_days"] else "–",
             cost,
             band,
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
@@ -71,7 +72,8 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
         ]
         style = "" if ok else " style='color:#888'"
         rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    head = ["Accelerator", "Cloud", "Pricing", "Chips", "Time", "Cost", "Cost range", "Memory / chip", "Status"]
+    head = ["Accelerator", "Cloud", "Region", "Pricing", "Chips", "Finish (porting + training)", "Cost", "Cost range"]
+    head += ["Memory / chip", "Status"]
     more = (
         f"<div style='color:#666'>{frame.height - limit} more options not shown</div>" if frame.height > limit else ""
     )
