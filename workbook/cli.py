@@ -19,24 +19,41 @@ from workbook.catalog import pricebuild
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
 from workbook.training import options
-from workbook.training.scenario import COMPUTE_OPTIMAL_TOKENS_PER_PARAM, Assumptions, Constraints, ModelSpec, Scenario
+from workbook.training.recommend import recommend, shortest_plan
+from workbook.training.scenario import (
+    COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
+    PLATFORMS,
+    TODAYS_PRACTICE_TOKENS,
+    Assumptions,
+    Constraints,
+    ModelSpec,
+    Scenario,
+)
 
 TRAIN_KEYS = [
     "accelerator",
     "cloud",
+    "region",
+    "instance_type",
     "pricing_model",
     "feasible",
     "infeasible_reason",
     "chips",
     "mfu",
+    "start_delay_days",
     "train_days",
+    "finish_days",
     "train_days_low",
     "train_days_high",
     "chip_hours",
     "usd_per_chip_hour",
+    "usd_per_chip_hour_typical",
     "cost_usd",
     "cost_usd_low",
     "cost_usd_high",
+    "cost_basis",
+    "term_months",
+    "amortised_cost_usd",
     "compute_cost_usd",
     "migration_weeks",
     "migration_cost_usd",
@@ -50,6 +67,9 @@ TRAIN_KEYS = [
     "framework_switch",
     "price_as_of",
 ]
+
+
+TOKEN_PRESETS = ("compute-optimal", "todays-practice")
 
 
 class UsageError(Exception):
@@ -80,7 +100,17 @@ def _positive(flag: str, integer: bool = False):
 
 def _scenario_flags(p: argparse.ArgumentParser, single: bool) -> None:
     p.add_argument("--params", type=_positive("--params"), required=True, help="total parameters, e.g. 70e9")
-    p.add_argument("--tokens", type=_positive("--tokens"), help="training tokens (default: 20 per parameter)")
+    tokens = p.add_mutually_exclusive_group()
+    tokens.add_argument(
+        "--tokens", type=_positive("--tokens"), help="training tokens (default: compute-optimal, 20 per parameter)"
+    )
+    tokens.add_argument(
+        "--tokens-preset",
+        choices=TOKEN_PRESETS,
+        default="compute-optimal",
+        help="compute-optimal: 20 tokens per parameter (Chinchilla); todays-practice: 15T tokens "
+        "(Llama 3 8B/70B and 3.1 405B were trained on ~15T)",
+    )
     p.add_argument("--active-params", type=_positive("--active-params"), help="active parameters per token (MoE)")
     p.add_argument("--seq-len", type=_positive("--seq-len", integer=True), default=4096)
     if single:
@@ -89,6 +119,12 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool) -> None:
     group.add_argument("--chips", type=_positive("--chips", integer=True), help="chips to use")
     group.add_argument("--days", type=_positive("--days"), help="target days (default 30)")
     p.add_argument("--framework", choices=FRAMEWORKS, default="pytorch")
+    p.add_argument(
+        "--current-platform",
+        choices=list(PLATFORMS),
+        default="nvidia",
+        help="where the team's code runs today; sets porting effort and the delay before training starts",
+    )
     p.add_argument("--precision", choices=serving.WEIGHT_PRECISIONS if not single else PRECISIONS, default="bf16")
     p.add_argument("--pricing", choices=PRICING_MODELS, default="on-demand" if single else None)
     p.add_argument("--cloud", help="only this cloud (e.g. gcp, aws)")
@@ -150,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     data = sub.add_parser("data", help="rebuild data tables")
     data_sub = data.add_subparsers(dest="data_command", required=True, parser_class=_Parser)
     build = data_sub.add_parser("build-prices", help="rebuild data/prices.csv from source rows or a SkyPilot catalog")
-    build.add_argument("source_dir")
+    build.add_argument("source_dir", nargs="+", help="one or more source folders (rows of all are merged)")
     build.add_argument("--out", default=str(catalog_mod.DATA_DIR / "prices.csv"))
     build.add_argument(
         "--as-of", type=dt.date.fromisoformat, help="as-of date for SkyPilot vms.csv rows (default today)"
@@ -164,16 +200,19 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
         raise InputError("--mfu", f"must be between 0 and 1, got {args.mfu:g}")
     try:
         model = ModelSpec.from_params(args.params, args.active_params, seq_len=args.seq_len)
+        preset = TODAYS_PRACTICE_TOKENS if args.tokens_preset == "todays-practice" else None
         return Scenario(
             model=model,
-            tokens=args.tokens or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * args.params,
+            tokens=args.tokens or preset or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * args.params,
             framework=args.framework,
+            current_platform=args.current_platform,
             precision=args.precision,
             chips=args.chips,
             days=args.days,
             pricing=(args.pricing,) if args.pricing else PRICING_MODELS,
             accelerators=(args.accelerator,) if getattr(args, "accelerator", None) else (),
-            constraints=Constraints(clouds=(args.cloud,) if args.cloud else ()),
+            # --days is when the run must be done: porting counts against it, options past it are ruled out
+            constraints=Constraints(deadline_days=args.days, clouds=(args.cloud,) if args.cloud else ()),
             assumptions=Assumptions(mfu_override=args.mfu),
         )
     except InputError as err:
@@ -284,7 +323,12 @@ def _serve_output(frame: pl.DataFrame, scenario: serving.ServeScenario, single: 
 
 
 def _records(frame: pl.DataFrame) -> list[dict]:
-    out = frame.rename({"accelerator_id": "accelerator"}).with_columns(pl.col("price_as_of").cast(pl.String))
+    out = frame.rename({"accelerator_id": "accelerator"}).with_columns(
+        pl.col("price_as_of").cast(pl.String),
+        cost_basis=pl.when(pl.col("term_months").is_not_null())
+        .then(pl.format("whole-term bill ({} months, ranked on this)", pl.col("term_months")))
+        .otherwise(pl.lit("pay as you go")),
+    )
     return [{k: row[k] for k in TRAIN_KEYS} for row in out.iter_rows(named=True)]
 
 
@@ -292,8 +336,10 @@ def _table(frame: pl.DataFrame) -> str:
     view = frame.select(
         "accelerator_id",
         "cloud",
+        "region",
         "pricing_model",
         "chips",
+        pl.col("start_delay_days").round(1).alias("porting_days"),
         pl.col("train_days").round(1),
         (pl.col("cost_usd") / 1e6).round(2).alias("cost_musd"),
         pl.col("memory_per_chip_gb").round(1),
@@ -306,7 +352,7 @@ def _table(frame: pl.DataFrame) -> str:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "data":
-        frame = pricebuild.build(args.source_dir, args.as_of)
+        frame = pricebuild.build(*args.source_dir, as_of=args.as_of)
         pricebuild.write(frame, args.out)
         print(f"wrote {frame.height} price rows ({frame.filter(~pl.col('excluded')).height} in use) to {args.out}")
         return 0
@@ -328,13 +374,26 @@ def run(argv: list[str]) -> int:
         frame = serving.evaluate_serving(scenario, cat)
         print(_serve_output(frame, scenario, args.command == "serve", args.json))
         return 0
-    frame = options.evaluate(_scenario(args, cat), cat)
-    if args.command == "train":
-        best = frame.head(1)
-        print(json.dumps(_records(best)[0], indent=1) if args.json else _table(best))
+    scenario = _scenario(args, cat)
+    frame = options.evaluate(scenario, cat)
+    rows = frame.head(1) if args.command == "train" else frame
+    if args.json:
+        records = _records(rows)
+        print(json.dumps(records[0] if args.command == "train" else records, indent=1))
     else:
-        print(json.dumps(_records(frame), indent=1) if args.json else _table(frame))
+        print(_table(rows))
+    summary = _summary(scenario, frame, cat)
+    print(summary, file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _summary(scenario: Scenario, frame: pl.DataFrame, cat: catalog_mod.Catalog) -> str:
+    """The recommendation in plain words; when nothing meets the deadline, the shortest plan and what to relax."""
+    rec = recommend(frame, scenario.framework, scenario.current_platform)
+    lines = [rec.headline, *(f"- {r}" for r in rec.reasons)]
+    if rec.best is None and scenario.constraints.deadline_days is not None:
+        lines += [f"- {r}" for r in shortest_plan(scenario, cat)]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

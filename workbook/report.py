@@ -88,7 +88,7 @@ def render(scenario: Scenario, catalog: catalog_mod.Catalog | None = None) -> st
     cat = catalog or catalog_mod.load()
     cal = calibration_mod.fit(cat)
     main, built = chart_specs(scenario, cat)
-    rec: Recommendation = recommend(main, scenario.framework)
+    rec: Recommendation = recommend(main, scenario.framework, scenario.current_platform)
     svgs = "".join(f"<div>{vlc.vegalite_to_svg(chart.to_dict())}</div>" for chart in built.values())
     scenario_table = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _scenario_rows(scenario)

@@ -25,8 +25,9 @@ def test_link_round_trip():
         "cloud": "gcp",
         "moe": True,
         "active_params_b": 3.0,
-        "compute_optimal": False,
+        "tokens_preset": "custom",
         "tokens_b": 500.0,
+        "current_platform": "tpu",
     }
     parsed, problems = links.parse(links.build(values, "serve"), CLOUDS)
     assert not problems
@@ -41,7 +42,8 @@ def test_link_round_trip():
         "active_params_b": 3.0,
         "moe": True,
         "tokens_b": 500.0,
-        "compute_optimal": False,
+        "tokens_preset": "custom",
+        "current_platform": "tpu",
     }
 
 
@@ -141,3 +143,13 @@ def test_scenario_link_opens_the_same_scenario():
         href = page.locator("a.wb-link").get_attribute("href")
         assert "params_b=13" in href and "framework=jax" in href and "precision=fp8" in href
         browser.close()
+
+
+def test_todays_practice_preset_and_platform_links_reach_the_scenario():
+    values, problems = links.parse("params_b=8&tokens=todays_practice&platform=tpu&framework=jax", CLOUDS)
+    assert not problems and values["tokens_preset"] == "todays_practice" and values["current_platform"] == "tpu"
+    scenario = state.scenario_from({**state.DEFAULTS, **values})
+    assert scenario.tokens == 15e12 and scenario.current_platform == "tpu"
+    assert "tokens=todays_practice" in links.build({**state.DEFAULTS, **values}, "train")
+    default = state.scenario_from(state.DEFAULTS)
+    assert default.tokens == 20 * default.model.params

@@ -45,6 +45,10 @@ def test_train_json_contract(cli):
         "30",
         "--framework",
         "jax",
+        "--current-platform",
+        "tpu",
+        "--pricing",
+        "commit-1y",
         "--json",
     )
     assert out.returncode == 0, out.stderr
@@ -53,6 +57,27 @@ def test_train_json_contract(cli):
     assert result["accelerator"] == "tpu-v5p" and result["feasible"]
     assert 25 <= result["train_days"] <= 30
     assert result["chips"] % 4 == 0 and result["fits_in_memory"]
+    # A JAX team already on TPU ports nothing; a 30-day run on a 1-year commitment bills the whole term.
+    assert result["start_delay_days"] == 0 and result["migration_weeks"] == 0
+    assert result["term_months"] == 12 and "whole-term" in result["cost_basis"]
+    assert result["cost_usd"] > 10 * result["amortised_cost_usd"] > 0
+    assert result["region"] and result["usd_per_chip_hour"] <= result["usd_per_chip_hour_typical"]
+    assert "whole 12-month term is billed" in out.stderr and "amortised" in out.stderr
+
+
+def test_on_demand_beyond_capacity_says_so_and_porting_moves_the_finish(cli):
+    out = cli("train", "--params", "70e9", "--tokens", "2e12", "--accelerator", "tpu-v5p", "--days", "30", "--json")
+    result = json.loads(out.stdout)
+    assert not result["feasible"] and "without a reservation" in result["infeasible_reason"]
+    assert result["chips"] <= 512 and result["start_delay_days"] > 0
+    assert result["finish_days"] == pytest.approx(result["start_delay_days"] + result["train_days"])
+
+
+def test_compare_says_shortest_time_when_nothing_meets_the_deadline(cli):
+    out = cli("compare", "--params", "759e9", "--days", "30")
+    assert out.returncode == 0, out.stderr
+    assert "Nothing finishes within 30 days. The fastest plan:" in out.stdout
+    assert "Relax the deadline to about" in out.stdout
 
 
 def test_compare_lists_options_and_accelerators_lists_ids(cli):

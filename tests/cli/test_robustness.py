@@ -192,6 +192,7 @@ def test_same_numbers_in_cli_api_and_app(capsys):
             framework="jax",
             pricing=("on-demand",),
             accelerators=("tpu-v5p",),
+            constraints=Constraints(deadline_days=20),  # the CLI's --days is the deadline, as the app's slider
         )
     ).row(0, named=True)
     dash = Dashboard()

@@ -52,7 +52,7 @@ def test_prices_rebuild_from_shared_sources_matches_shipped(tmp_path):
     if not src.is_dir():
         pytest.skip("../shared not present")
     out = tmp_path / "prices.csv"
-    pricebuild.write(pricebuild.build(src), out)
+    pricebuild.write(pricebuild.build(src, catalog.DATA_DIR / "price-sources"), out)
     assert out.read_text() == (catalog.DATA_DIR / "prices.csv").read_text()
 
 

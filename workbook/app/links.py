@@ -1,7 +1,7 @@
 """Scenario links: the app's state <-> a URL query string. Pure functions; invalid values become messages.
 
-Parameter names (stable, used in shared links): params_b, active_params_b, tokens_b, framework, days,
-precision, pricing, cloud, mode (train | serve).
+Parameter names (stable, used in shared links): params_b, active_params_b, tokens_b, tokens (a preset),
+framework, platform (the team's current platform), days, precision, pricing, cloud, mode (train | serve).
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from urllib.parse import parse_qs, urlencode
 
+from workbook.app.state import TOKEN_PRESETS
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
+from workbook.training.scenario import PLATFORMS
 
 NUMBERS = {  # name -> (control, low, high)
     "params_b": ("params_b", 0.1, 2000.0),
@@ -17,7 +19,15 @@ NUMBERS = {  # name -> (control, low, high)
     "tokens_b": ("tokens_b", 1.0, 100_000.0),
     "days": ("days", 1, 365),
 }
-CHOICES = {"framework": FRAMEWORKS, "precision": PRECISIONS, "pricing": PRICING_MODELS, "mode": ("train", "serve")}
+CHOICES = {
+    "framework": FRAMEWORKS,
+    "precision": PRECISIONS,
+    "pricing": PRICING_MODELS,
+    "mode": ("train", "serve"),
+    "platform": tuple(PLATFORMS),
+    "tokens": tuple(p for p in TOKEN_PRESETS if p != "custom"),
+}
+CONTROL = {"platform": "current_platform", "tokens": "tokens_preset"}  # link name -> control name where they differ
 
 
 def parse(query: str | None, clouds: list[str]) -> tuple[dict, list[str]]:
@@ -42,13 +52,13 @@ def parse(query: str | None, clouds: list[str]) -> tuple[dict, list[str]]:
             if raw not in allowed:
                 problems.append(f"{name}={raw!r} is not one of {', '.join(allowed)}; using the default")
                 continue
-            values[name] = raw
+            values[CONTROL.get(name, name)] = raw
         else:
             problems.append(f"unknown link parameter {name!r} ignored")
     if "active_params_b" in values:
         values["moe"] = True
     if "tokens_b" in values:
-        values["compute_optimal"] = False
+        values["tokens_preset"] = "custom"
     return values, problems
 
 
@@ -57,6 +67,7 @@ def build(values: dict, mode: str) -> str:
     query = {
         "params_b": f"{values['params_b']:.4g}",
         "framework": values["framework"],
+        "platform": values["current_platform"],
         "days": values["days"],
         "precision": values["precision"],
         "pricing": values["pricing"],
@@ -65,8 +76,11 @@ def build(values: dict, mode: str) -> str:
     }
     if values.get("moe"):
         query["active_params_b"] = f"{values['active_params_b']:.4g}"
-    if not values.get("compute_optimal", True):
+    preset = values.get("tokens_preset", "compute_optimal")
+    if preset == "custom":
         query["tokens_b"] = f"{values['tokens_b']:.4g}"
+    elif preset != "compute_optimal":
+        query["tokens"] = preset
     return urlencode(query)
 
 

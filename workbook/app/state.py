@@ -6,15 +6,31 @@ Units in the app are those a manager reads: billions of parameters and tokens, d
 from __future__ import annotations
 
 from workbook.errors import InputError
-from workbook.training.scenario import COMPUTE_OPTIMAL_TOKENS_PER_PARAM, Assumptions, Constraints, ModelSpec, Scenario
+from workbook.training.scenario import (
+    COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
+    TODAYS_PRACTICE_TOKENS,
+    Assumptions,
+    Constraints,
+    ModelSpec,
+    Scenario,
+)
+
+# Token budget presets (label, source): the default is compute-optimal, not what current models are trained on.
+TOKEN_PRESETS = {
+    "compute_optimal": "Compute-optimal: 20 tokens per parameter (Hoffmann et al. 2022, 'Chinchilla')",
+    "todays_practice": "Today's practice: 15T tokens (Llama 3 8B/70B and 3.1 405B, arXiv:2407.21783; "
+    "DeepSeek-V3 14.8T)",
+    "custom": "Your own number",
+}
 
 DEFAULTS = {
     "params_b": 70.0,
     "moe": False,
     "active_params_b": 70.0,
-    "compute_optimal": True,
+    "tokens_preset": "compute_optimal",
     "tokens_b": 1400.0,
     "framework": "pytorch",
+    "current_platform": "nvidia",
     "days": 30,
     "precision": "bf16",
     "pricing": "on-demand",
@@ -32,8 +48,11 @@ DEFAULTS = {
 
 
 def tokens_b(values: dict) -> float:
-    """Training tokens in billions: 20 per parameter unless the user set their own."""
-    return COMPUTE_OPTIMAL_TOKENS_PER_PARAM * values["params_b"] if values["compute_optimal"] else values["tokens_b"]
+    """Training tokens in billions for the chosen preset (TOKEN_PRESETS) or the user's own number."""
+    preset = values["tokens_preset"]
+    if preset == "compute_optimal":
+        return COMPUTE_OPTIMAL_TOKENS_PER_PARAM * values["params_b"]
+    return TODAYS_PRACTICE_TOKENS / 1e9 if preset == "todays_practice" else values["tokens_b"]
 
 
 def scenario_from(values: dict) -> Scenario:
@@ -50,6 +69,7 @@ def scenario_from(values: dict) -> Scenario:
             model=ModelSpec.from_params(params, active),
             tokens=tokens_b(v) * 1e9,
             framework=v["framework"],
+            current_platform=v["current_platform"],
             precision=v["precision"],
             days=float(v["days"]),
             pricing=(v["pricing"],),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -18,7 +19,8 @@ from workbook.charts import training as charts
 from workbook.charts.common import template_specs
 from workbook.errors import DataError, InputError
 from workbook.training import options
-from workbook.training.recommend import recommend
+from workbook.training.recommend import recommend, shortest_plan
+from workbook.training.scenario import PLATFORM_LABELS
 
 LABELS = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
 
@@ -57,13 +59,25 @@ class TrainView:
             "params_b": log_slider("Model size (B params)", d["params_b"], 0.1, 2000),
             "moe": w.Checkbox(value=d["moe"], description="Mixture of experts", **tick),
             "active_params_b": log_slider("Active params (B)", d["active_params_b"], 0.1, 2000, disabled=True),
-            "compute_optimal": w.Checkbox(value=d["compute_optimal"], description="20 tokens per parameter", **tick),
+            "tokens_preset": w.Dropdown(
+                options=[(label, key) for key, label in state.TOKEN_PRESETS.items()],
+                value=d["tokens_preset"],
+                description="Tokens",
+                style=style,
+                layout=w.Layout(width="420px"),
+            ),
             "tokens_b": log_slider("Training tokens (B)", d["tokens_b"], 1, 100_000, disabled=True),
             "framework": w.ToggleButtons(
                 options=[(LABELS[f], f) for f in FRAMEWORKS],
                 value=d["framework"],
                 description="Framework",
                 style={**style, "button_width": "90px"},
+            ),
+            "current_platform": w.Dropdown(
+                options=[(label, key) for key, label in PLATFORM_LABELS.items()],
+                value=d["current_platform"],
+                description="We run today on",
+                style=style,
             ),
             "days": w.IntSlider(
                 value=d["days"],
@@ -139,10 +153,11 @@ class TrainView:
                 c["params_b"],
                 c["moe"],
                 c["active_params_b"],
-                c["compute_optimal"],
+                c["tokens_preset"],
                 c["tokens_b"],
                 w.HTML("<b>Job</b>"),
                 c["framework"],
+                c["current_platform"],
                 c["days"],
                 c["precision"],
                 c["pricing"],
@@ -192,8 +207,8 @@ class TrainView:
             return
         c = self.controls
         c["active_params_b"].disabled = not c["moe"].value
-        c["tokens_b"].disabled = c["compute_optimal"].value
-        if c["compute_optimal"].value:
+        c["tokens_b"].disabled = c["tokens_preset"].value != "custom"
+        if c["tokens_preset"].value != "custom":
             self._syncing = True  # showing the derived token count is not a user change
             try:
                 c["tokens_b"].value = state.tokens_b(self.values())
@@ -239,7 +254,10 @@ class TrainView:
         )
         frame = everything.filter(pl.col("sweep") == "main")
         self.frame = frame
-        self.card.value = views.recommendation(recommend(frame, scenario.framework))
+        rec = recommend(frame, scenario.framework, scenario.current_platform)
+        if rec.best is None:  # nothing meets the deadline: the fastest plan and what to relax
+            rec = dataclasses.replace(rec, reasons=rec.reasons + shortest_plan(scenario, self.catalog))
+        self.card.value = views.recommendation(rec)
         self.table.value = views.option_table(frame.select(options.OUTPUT_COLUMNS))
         # Only the data changes: each chart's spec was built once (see workbook.charts.common).
         self.charts.datasets = charts.tab_datasets(

@@ -46,9 +46,10 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
         [
             r["name"],
             r["cloud"] or "–",
+            r["region"] or "–",
             r["pricing_model"],
             f"{r['chips']:,}" if r["chips"] else "–",
-            days(r["train_days"]) if r["train_days"] else "–",
+            days(r["finish_days"]) if r["finish_days"] else "–",
             usd(r["cost_usd"]) if r["cost_usd"] is not None else "–",
             f"{usd(r['cost_usd_low'])}–{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
@@ -56,7 +57,8 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
         ]
         for r in shown
     ]
-    head = ["Accelerator", "Cloud", "Pricing", "Chips", "Time", "Cost", "Cost range", "Memory / chip", "Status"]
+    head = ["Accelerator", "Cloud", "Region", "Pricing", "Chips", "Finish (porting + training)", "Cost", "Cost range"]
+    head += ["Memory / chip", "Status"]
     hidden = frame.height - len(shown)
     more = f"<div class='wb-more'>{present.count(hidden, 'more option')} not shown</div>" if hidden else ""
     return present.table(head, rows, muted=[not r["feasible"] for r in shown]) + more

@@ -26,6 +26,7 @@ from workbook.errors import DataError
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 PRICE_KEY = ["accelerator_id", "cloud", "region", "instance_type", "pricing_model"]
+WHOLE_NODE_BASES = ("instance price / chips", "GPU + host VM")  # see pricebuild: instance price / chips in it
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity (memoised defaults)
@@ -41,6 +42,7 @@ class Catalog:
     reference_runs: pl.DataFrame
     inference_runs: pl.DataFrame
     mfu_proxies: pl.DataFrame
+    capacity: pl.DataFrame  # chips rentable without a reservation, per cloud and pricing model
 
     @property
     def accelerator_ids(self) -> list[str]:
@@ -55,21 +57,101 @@ class Catalog:
         """Price rows in use: flagged rows (suspect, superseded, incomplete) stay in the file, marked excluded."""
         return self.prices.filter(~pl.col("excluded"))
 
-    def price_summary(self, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()) -> pl.DataFrame:
-        """Per (accelerator, cloud, pricing model): median USD per chip-hour, min..max over regions and instances,
-        how many quotes, the newest as-of date and whether any quote is approximate or second-hand."""
+    def price_quotes(self, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()) -> pl.DataFrame:
+        """Every usable quote for these pricing models (and clouds), one row per region and instance.
+
+        Where the user gave their own price for an (accelerator, cloud, pricing model), only their rows count:
+        a negotiated price wins over every shipped quote, cheaper regions included. ``whole_node`` tells whether
+        the quote is an instance price divided by its chips (so the instance size limits which jobs it can run)
+        rather than a rate published per chip-hour (commitments, neoclouds, TPU slices, overrides).
+        """
         prices = self.usable_prices().filter(pl.col("pricing_model").is_in(list(pricing)))
         if clouds:
             prices = prices.filter(pl.col("cloud").is_in(list(clouds)))
-        return prices.group_by("accelerator_id", "cloud", "pricing_model").agg(
-            pl.col("usd_per_chip_hour").median().alias("usd_per_chip_hour"),
-            pl.col("usd_per_chip_hour").min().alias("usd_per_chip_hour_low"),
-            pl.col("usd_per_chip_hour").max().alias("usd_per_chip_hour_high"),
-            pl.len().alias("price_rows"),
-            pl.col("as_of").max().alias("price_as_of"),
-            pl.col("as_of_approx").any().alias("price_as_of_approx"),
-            pl.col("secondary_source").any().alias("price_secondary_source"),
+        option = ["accelerator_id", "cloud", "pricing_model"]
+        return prices.filter(pl.col("user_override") | ~pl.col("user_override").any().over(option)).with_columns(
+            pl.col("price_basis").is_in(WHOLE_NODE_BASES).alias("whole_node"),
         )
+
+    def price_summary(self, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()) -> pl.DataFrame:
+        """Per (accelerator, cloud, pricing model): the typical (median) USD per chip-hour, min..max over regions
+        and instances, how many quotes, the newest as-of date and whether any quote is approximate or second-hand.
+        """
+        return (
+            self.price_quotes(pricing, clouds)
+            .group_by("accelerator_id", "cloud", "pricing_model")
+            .agg(
+                pl.col("usd_per_chip_hour").median().alias("usd_per_chip_hour"),
+                pl.col("usd_per_chip_hour").min().alias("usd_per_chip_hour_low"),
+                pl.col("usd_per_chip_hour").max().alias("usd_per_chip_hour_high"),
+                pl.len().alias("price_rows"),
+                pl.col("as_of").max().alias("price_as_of"),
+                pl.col("as_of_approx").any().alias("price_as_of_approx"),
+                pl.col("secondary_source").any().alias("price_secondary_source"),
+            )
+            .with_columns(pl.col("usd_per_chip_hour").alias("usd_per_chip_hour_typical"))
+        )
+
+    def cheapest_quotes(self, jobs: pl.DataFrame, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()):
+        """For each row of ``jobs`` (row, accelerator_id, cloud, pricing_model, chips, block_chips, kind): the
+        cheapest quote of an instance that can run the job, with its region and instance.
+
+        Training runs on whole nodes: an instance priced as a whole (``whole_node``) qualifies when it holds at
+        least min(job chips, the accelerator's node or slice block) chips; TPU slices are priced linearly per chip
+        and per-chip rates name the full node, so they always qualify.
+        """
+        fits = (
+            ~pl.col("whole_node")
+            | (pl.col("kind") == "tpu")
+            | (pl.col("chips_per_instance") >= pl.min_horizontal(pl.col("chips"), pl.col("block_chips")))
+        )
+        quotes = self.price_quotes(pricing, clouds).select(
+            "accelerator_id",
+            "cloud",
+            "pricing_model",
+            "region",
+            "instance_type",
+            "chips_per_instance",
+            "whole_node",
+            pl.col("usd_per_chip_hour").alias("quote_usd_per_chip_hour"),
+            pl.col("as_of").alias("quote_as_of"),
+            pl.col("as_of_approx").alias("quote_as_of_approx"),
+            pl.col("secondary_source").alias("quote_secondary_source"),
+        )
+        return (
+            jobs.select("row", "accelerator_id", "cloud", "pricing_model", "chips", "block_chips", "kind")
+            .join(quotes, on=["accelerator_id", "cloud", "pricing_model"])
+            .filter(fits)
+            .sort("quote_usd_per_chip_hour", "quote_as_of", descending=[False, True])
+            .group_by("row", maintain_order=True)
+            .first()
+            .drop("accelerator_id", "cloud", "pricing_model", "chips", "block_chips", "kind", "whole_node")
+        )
+
+    def capacity_for(self, options: pl.DataFrame) -> pl.DataFrame:
+        """``options`` (cloud, pricing_model, kind, ...) with ``capacity_max_chips`` and ``capacity_basis``: the most
+        specific capacity row (this cloud before ``any``, this kind before ``any``); null where none applies."""
+        out = options
+        for cloud_any, kind_any in ((False, False), (False, True), (True, False), (True, True)):
+            rows = self.capacity.filter(
+                (pl.col("cloud") == "any") == cloud_any, (pl.col("kind") == "any") == kind_any
+            ).select(
+                *(() if cloud_any else ("cloud",)),
+                "pricing_model",
+                *(() if kind_any else ("kind",)),
+                pl.col("max_chips").alias("_max"),
+                pl.col("basis").alias("_basis"),
+            )
+            keys = [k for k in ("cloud", "pricing_model", "kind") if k in rows.columns]
+            out = out.join(rows, on=keys, how="left")
+            if "capacity_max_chips" in out.columns:
+                out = out.with_columns(
+                    pl.coalesce("capacity_max_chips", "_max").alias("capacity_max_chips"),
+                    pl.coalesce("capacity_basis", "_basis").alias("capacity_basis"),
+                ).drop("_max", "_basis")
+            else:
+                out = out.rename({"_max": "capacity_max_chips", "_basis": "capacity_basis"})
+        return out
 
 
 def _line(index: int | None) -> str:
@@ -202,12 +284,13 @@ def load(data_dir: Path | str | None = None, price_overrides: Path | str | None 
     accelerators = read_table(root / "accelerators.csv", schemas.Accelerators)
     _unknown_ids(accelerators, kinds["kind"].to_list(), str(root / "accelerators.csv"), "kind")
     known = accelerators["accelerator_id"].to_list()
-    prices = read_table(root / "prices.csv", schemas.Prices)
+    prices = read_table(root / "prices.csv", schemas.Prices).with_columns(user_override=pl.lit(False))
     _unknown_ids(prices, known, str(root / "prices.csv"))
     if price_overrides is not None:
-        extra = read_table(price_overrides, schemas.Prices)
+        extra = read_table(price_overrides, schemas.Prices).with_columns(user_override=pl.lit(True))
         _unknown_ids(extra, known, str(price_overrides))
-        # An override wins over every shipped row with its key, whatever their dates.
+        # An override wins over every shipped row with its key, whatever their dates (and, in price_quotes,
+        # over every shipped row of its accelerator, cloud and pricing model).
         prices = pl.concat([prices.join(extra.select(PRICE_KEY), on=PRICE_KEY, how="anti"), extra])
     runs = read_table(root / "reference_runs.csv", schemas.ReferenceRuns)
     _unknown_ids(runs, known, str(root / "reference_runs.csv"))
@@ -219,6 +302,8 @@ def load(data_dir: Path | str | None = None, price_overrides: Path | str | None 
     _check_frameworks(frameworks, kinds, root)
     ports = read_table(root / "platform_ports.csv", schemas.PlatformPorts)
     _unknown_ids(ports, kinds["kind"].to_list(), str(root / "platform_ports.csv"), "kind")
+    capacity = read_table(root / "capacity.csv", schemas.Capacity)
+    _unknown_ids(capacity, [*kinds["kind"].to_list(), "any"], str(root / "capacity.csv"), "kind")
     return Catalog(
         kinds=kinds,
         accelerators=accelerators,
@@ -229,4 +314,5 @@ def load(data_dir: Path | str | None = None, price_overrides: Path | str | None 
         reference_runs=runs,
         inference_runs=serving_runs,
         mfu_proxies=proxies,
+        capacity=capacity,
     )

@@ -38,7 +38,7 @@ from workbook.catalog.schemas import PriceEvents
 from workbook.errors import InputError
 
 # Accelerator names used by SkyPilot and by the extracted rows -> our ids. Variant text decides
-# between SXM and PCIe parts; names absent here (H100-NVL, GH200, A100 80GB PCIe ...) are skipped.
+# between SXM and PCIe parts; names absent here (H100-NVL, A100 80GB PCIe ...) are skipped.
 NAME_TO_ID = {
     "a100": "a100-40gb",
     "a100-40gb": "a100-40gb",
@@ -57,11 +57,14 @@ NAME_TO_ID = {
     "a10": "a10",
     "v100": "v100",
     "mi300x": "mi300x",
+    "mi325x": "mi325x",
+    "gh200": "gh200",
     "tpu-v3": "tpu-v3",
     "tpu-v4": "tpu-v4",
     "tpu-v5e": "tpu-v5e",
     "tpu-v5p": "tpu-v5p",
     "tpu-v6e": "tpu-v6e",
+    "tpu-v7": "tpu-v7",
     "trainium": "trainium1",
     "trainium1": "trainium1",
     "trainium2": "trainium2",
@@ -340,9 +343,7 @@ def _apply_rules(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.filter(best).unique(subset=key + ["as_of"], keep="first", maintain_order=True)
 
 
-def build(source_dir: Path | str, as_of: dt.date | None = None) -> pl.DataFrame:
-    """Read every recognised source file under ``source_dir`` and return the cleaned price table."""
-    root = Path(source_dir)
+def _rows(root: Path, as_of: dt.date | None) -> list[dict]:
     if not root.is_dir():
         raise InputError("SOURCE_DIR", f"{root} is not a folder")
     rows: list[dict] = []
@@ -360,8 +361,31 @@ def build(source_dir: Path | str, as_of: dt.date | None = None) -> pl.DataFrame:
             f"no price files found in {root} (expected <cloud>.csv extracts, "
             "commitments.csv, or SkyPilot <cloud>/vms.csv folders)",
         )
+    return rows
+
+
+def build(*source_dirs: Path | str, as_of: dt.date | None = None) -> pl.DataFrame:
+    """Read every recognised source file under each of ``source_dirs`` and return the cleaned price table.
+
+    The shipped table is built from ``../shared/data-sources/prices`` plus this repository's
+    ``data/price-sources`` (rows sourced after the shared extract, same ``commitments.csv`` format).
+    """
+    rows = [row for root in source_dirs for row in _rows(Path(root), as_of)]
     frame = pl.DataFrame(rows, schema_overrides={"as_of": pl.Date, "flag": pl.String, "notes": pl.String})
-    return _apply_rules(frame).select(COLUMNS).sort("accelerator_id", "cloud", "pricing_model", "region", "as_of")
+    return (
+        _apply_rules(frame)
+        .select(COLUMNS)
+        .sort(
+            "accelerator_id",
+            "cloud",
+            "pricing_model",
+            "region",
+            "as_of",
+            "instance_type",
+            "usd_per_chip_hour",
+            "excluded",
+        )
+    )
 
 
 def write(frame: pl.DataFrame, out: Path | str) -> None:

@@ -19,6 +19,10 @@ FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 SUPPORT_LEVELS = ("native", "first-class", "supported", "limited", "unsupported")
 PRECISIONS = ("bf16", "fp8", "int8")
 SLUG = r"^[a-z0-9][a-z0-9.-]*$"
+# What ``max_job_chips`` rests on: a documented single training job, the largest configuration a vendor documents
+# for one workload (no public job found), or our stated assumption.
+MAX_JOB_BASES = ("job", "configuration", "assumption")
+CAPACITY_BASES = ("documented", "assumption")
 
 
 def band(stem: str):
@@ -69,6 +73,7 @@ class Accelerators(pa.DataFrameModel):
     block_chips: int = pa.Field(ge=1)
     max_job_chips: int = pa.Field(ge=1)
     max_job_note: str
+    max_job_basis: str = pa.Field(isin=MAX_JOB_BASES)
     watts: float = pa.Field(gt=0)
     watts_basis: str
     source: str = pa.Field(str_length={"min_value": 3})
@@ -101,6 +106,26 @@ class Prices(pa.DataFrameModel):
     class Config:
         strict = True
         unique = ["accelerator_id", "cloud", "region", "instance_type", "pricing_model", "as_of"]
+
+
+class Capacity(pa.DataFrameModel):
+    """Chips one buyer can rent per cloud and pricing model without a negotiated reservation.
+
+    ``cloud`` and ``kind`` may be ``any``; the most specific row wins (cloud first, then kind).
+    """
+
+    cloud: str = pa.Field(str_matches=SLUG)
+    pricing_model: str = pa.Field(isin=PRICING_MODELS)
+    kind: str = pa.Field(str_matches=SLUG)  # a kind in kinds.csv, or any (checked on load)
+    max_chips: int = pa.Field(ge=1)
+    basis: str = pa.Field(isin=CAPACITY_BASES)
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+    notes: Optional[str] = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        unique = ["cloud", "pricing_model", "kind"]
 
 
 class Frameworks(pa.DataFrameModel):

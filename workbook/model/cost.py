@@ -1,29 +1,48 @@
 """Cost, energy and emissions of a training run.
 
-* compute cost = billed chip-hours x USD per chip-hour; on spot, chip-hours grow by the preemption
-  overhead (work lost between checkpoints plus restart time); a commitment bills every hour of its
-  term (1 or 3 years) whether used or not (docs/data-sources.md), so a short run on a commitment pays the term
-  unless the capacity is reused, which this model does not assume;
+* compute cost = billed chip-hours x USD per chip-hour;
+* spot: synchronous training stops whenever any node is reclaimed, so the time lost grows with the nodes in
+  the job: overhead = base (capacity waits, checkpoint writes) + nodes x interruptions per node-hour x hours lost
+  per interruption (half a checkpoint interval plus the restart); at thousands of chips this is past practical;
+* a commitment bills every hour of its term (1 or 3 years) whether used or not (docs/data-sources.md): the bill is the
+  whole term; the amortised figure is what the run's own chip-hours cost at the committed rate, which is what it
+  costs only if the rest of the term is used by other work;
 * energy (kWh) = chips x accelerator watts x host power factor x hours / 1000 x PUE;
 * CO2e (kg) = kWh x grid intensity.
 """
 
 import polars as pl
 
-from workbook.model.units import HOURS_PER_YEAR
+from workbook.model.units import HOURS_PER_MONTH
 
-TERM_HOURS = {"commit-1y": HOURS_PER_YEAR, "commit-3y": 3 * HOURS_PER_YEAR}
+TERM_MONTHS = {"commit-1y": 12, "commit-3y": 36}
 CAPACITY_BLOCK_MAX_DAYS = 182  # AWS EC2 Capacity Blocks for ML: 1 to 182 days
+# Spot at scale: beyond these a long synchronous job on spot is not a plan (no cloud documents spot capacity of
+# thousands of accelerators held for weeks; each node loss stops every chip). Judgement, stated in the reason.
+SPOT_PRACTICAL_MAX_CHIPS = 1024
+SPOT_LONG_JOB_DAYS = 7
 
 
-def wall_hours_with_preemption(wall_hours: pl.Expr, pricing_model: pl.Expr, spot_overhead: float) -> pl.Expr:
-    """Spot runs take longer: work lost between checkpoints and restarts add ``spot_overhead``."""
+def preemption_overhead(chips, node_chips, base, interruptions_per_node_month, hours_lost_per_interruption):
+    """Extra wall time on spot as a fraction of the uninterrupted run; grows with the number of nodes."""
+    nodes = chips / node_chips
+    return base + nodes * interruptions_per_node_month / HOURS_PER_MONTH * hours_lost_per_interruption
+
+
+def wall_hours_with_preemption(wall_hours: pl.Expr, pricing_model: pl.Expr, spot_overhead) -> pl.Expr:
+    """Spot runs take longer: work lost between checkpoints and restarts add ``spot_overhead`` (a number or an
+    expression, see :func:`preemption_overhead`)."""
     return pl.when(pricing_model == "spot").then(wall_hours * (1 + spot_overhead)).otherwise(wall_hours)
+
+
+def term_months(pricing_model: pl.Expr) -> pl.Expr:
+    """Months a commitment bills (null for pay-as-you-go pricing)."""
+    return pricing_model.replace_strict(TERM_MONTHS, default=None, return_dtype=pl.Int64)
 
 
 def billed_chip_hours(chips: pl.Expr, wall_hours: pl.Expr, pricing_model: pl.Expr) -> pl.Expr:
     """Chip-hours the cloud bills: the run's hours, or the whole term for a commitment."""
-    term = pricing_model.replace_strict(TERM_HOURS, default=0.0, return_dtype=pl.Float64)
+    term = term_months(pricing_model).cast(pl.Float64).fill_null(0.0) * HOURS_PER_MONTH
     return chips * pl.max_horizontal(wall_hours, term)
 
 

@@ -19,12 +19,13 @@ from workbook.model.spec import ModelSpec
 from workbook.model.units import PEAK_COLUMN, SECONDS_PER_DAY
 from workbook.training import calibration as calibration_mod
 from workbook.training import rules
-from workbook.training.scenario import Scenario
+from workbook.training.scenario import PLATFORMS, Scenario
 
 SWITCH_SUPPORT = ("limited", "unsupported")  # below "supported" the team moves to the native stack
 TP_CANDIDATES = (1, 2, 4, 8)  # tensor/sequence parallel degrees tried inside the fast domain
 SCALE_ITERATIONS = 4  # fixed-point iterations: chips depend on MFU, MFU on chips (scale efficiency)
 BAND = ("", "_low", "_high")
+MIN_TRAIN_WINDOW_DAYS = 1.0  # sizing floor when porting eats the whole window (the deadline rule then says so)
 
 
 @functools.lru_cache(maxsize=4)
@@ -185,9 +186,13 @@ def _accelerator_inputs(
     framework: str,
     lock_in: bool,
     precision: str,
+    platform: str = "nvidia",
 ) -> pl.DataFrame:
     """Per accelerator: specs, framework path and effort, calibrated MFU, peak for the precision.
 
+    The porting effort counts from the team's current ``platform``: on its own platform a team ports nothing
+    (only a framework rewrite, if one is needed, remains); elsewhere it pays the framework port to that
+    accelerator kind plus the vendor port (CUDA -> ROCm) where one applies.
     Depends only on these choices, not on the job, so a slider move reuses it.
     """
     acc = cat.accelerators
@@ -202,11 +207,18 @@ def _accelerator_inputs(
         pl.col("basis").alias("mfu_basis"),
     )
     ports = cat.platform_ports.select("vendor", "kind", *(pl.col(f"weeks{b}").alias(f"_port{b}") for b in BAND))
+    vendor, kind = PLATFORMS[platform]
+    at_home = (pl.col("vendor") == vendor) & (pl.col("kind") == kind)
     return (
         acc.join(_framework_paths(cat, framework, lock_in), on="kind", how="left")
         .join(ports, on=["vendor", "kind"], how="left")
         .with_columns(
-            **{f"migration_weeks{b}": pl.col(f"migration_weeks{b}") + pl.col(f"_port{b}").fill_null(0) for b in BAND}
+            **{
+                f"migration_weeks{b}": pl.when(at_home & ~pl.col("framework_switch"))
+                .then(0.0)
+                .otherwise(pl.col(f"migration_weeks{b}") + pl.col(f"_port{b}").fill_null(0))
+                for b in BAND
+            }
         )
         .drop(*(f"_port{b}" for b in BAND))
         .join(mfu, on="accelerator_id", how="left")
@@ -222,7 +234,9 @@ def _accelerator_inputs(
 def _accelerator_frame(
     s: Scenario, cat: catalog_mod.Catalog, cal: calibration_mod.Calibration, jobs_frame: pl.DataFrame
 ) -> pl.DataFrame:
-    inputs = _accelerator_inputs(cat, cal, s.accelerators, s.framework, s.constraints.framework_lock_in, s.precision)
+    inputs = _accelerator_inputs(
+        cat, cal, s.accelerators, s.framework, s.constraints.framework_lock_in, s.precision, s.current_platform
+    )
     return (
         inputs.join(jobs_frame, how="cross")
         .with_columns(
@@ -273,23 +287,101 @@ def _clouds_per_accelerator(cat: catalog_mod.Catalog) -> pl.DataFrame:
     return cat.usable_prices().group_by("accelerator_id").agg(pl.col("cloud").n_unique().alias("clouds_offering"))
 
 
+def _schedule(frame: pl.DataFrame, s: Scenario) -> pl.DataFrame:
+    """Porting happens before training: calendar days of porting (``start_delay_days``) come off the window the
+    chips are sized for when there is a deadline, and are added to the finish date (``finish_days``, in
+    :func:`_costs`)."""
+    engineers = s.assumptions.porting_engineers
+    frame = frame.with_columns(**{f"start_delay_days{b}": pl.col(f"migration_weeks{b}") * 7 / engineers for b in BAND})
+    window = (pl.col("target_days") - pl.col("start_delay_days")).clip(lower_bound=MIN_TRAIN_WINDOW_DAYS)
+    return frame.with_columns(
+        target_days=pl.when(pl.col("deadline_days").is_not_null()).then(window).otherwise(pl.col("target_days"))
+    )
+
+
+def _limits(frame: pl.DataFrame, cat: catalog_mod.Catalog) -> pl.DataFrame:
+    """The most chips one job may use: the accelerator's largest documented single job, and the chips its cloud
+    rents under this pricing model without a reservation (``data/capacity.csv``), whichever is smaller."""
+    frame = cat.capacity_for(frame)
+    by_capacity = pl.col("capacity_max_chips") < pl.col("max_job_chips")
+    return frame.with_columns(
+        chips_limit=pl.min_horizontal("max_job_chips", "capacity_max_chips"),
+        chips_limited_by=pl.when(by_capacity)
+        .then(pl.format("{} {} capacity without a reservation", pl.col("cloud"), pl.col("pricing_model")))
+        .otherwise(pl.lit("the largest documented job")),
+    )
+
+
+def _size_within_limits(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
+    """Size every option; an option that needs more chips than its limit is planned at the limit instead
+    (whole nodes or slices), so it shows how long the job takes with the most chips it can really get."""
+    sized = _size(frame, s, cal)
+    over = pl.col("chips_given").is_null() & (pl.col("chips") > pl.col("chips_limit")).fill_null(False)
+    block = pl.col("block_chips")
+    at_limit = pl.when(pl.col("chips_limit") >= block).then(pl.col("chips_limit") // block * block)
+    redo = sized.filter(over).with_columns(chips_given=at_limit.otherwise(pl.col("chips_limit")).cast(pl.Int64))
+    kept = sized.filter(~over).with_columns(chips_capped=pl.lit(False))
+    if redo.height == 0:
+        return kept
+    return pl.concat([kept, _size(redo, s, cal).with_columns(chips_capped=pl.lit(True))], how="diagonal_relaxed")
+
+
+def _price(frame: pl.DataFrame, s: Scenario, cat: catalog_mod.Catalog) -> pl.DataFrame:
+    """Each option's price: the cheapest region and instance that can run its chips (``Catalog.cheapest_quotes``),
+    with the typical (median) quote kept beside it. Band: the cheapest quote .. the typical one (what a buyer
+    pays if the cheapest region has no room)."""
+    frame = frame.with_row_index("row")
+    quotes = cat.cheapest_quotes(frame, s.pricing, s.constraints.clouds)
+    price = pl.col("quote_usd_per_chip_hour")
+    return (
+        frame.join(quotes, on="row", how="left")
+        .drop("row")
+        .with_columns(
+            usd_per_chip_hour=price,
+            usd_per_chip_hour_low=price,
+            usd_per_chip_hour_high=pl.max_horizontal(price, pl.col("usd_per_chip_hour_typical")),
+            price_as_of=pl.col("quote_as_of"),
+            price_as_of_approx=pl.col("quote_as_of_approx"),
+            price_secondary_source=pl.col("quote_secondary_source"),
+        )
+        .drop("quote_usd_per_chip_hour", "quote_as_of", "quote_as_of_approx", "quote_secondary_source")
+    )
+
+
 def _costs(frame: pl.DataFrame, s: Scenario) -> pl.DataFrame:
     a = s.assumptions
     model = pl.col("pricing_model")
+    chips = pl.col("chips").cast(pl.Float64)
+    spot_overhead = cost.preemption_overhead(
+        chips,
+        pl.col("block_chips"),
+        a.spot_preemption_overhead,
+        a.spot_interruptions_per_node_month,
+        a.hours_lost_per_interruption,
+    )
     columns = {}
     for band in BAND:
-        wall = cost.wall_hours_with_preemption(pl.col(f"train_days{band}") * 24, model, a.spot_preemption_overhead)
+        wall = cost.wall_hours_with_preemption(pl.col(f"train_days{band}") * 24, model, spot_overhead)
         columns[f"train_days{band}"] = wall / 24
-        columns[f"chip_hours{band}"] = cost.billed_chip_hours(pl.col("chips").cast(pl.Float64), wall, model)
-    frame = frame.with_columns(**columns)
+        columns[f"chip_hours{band}"] = cost.billed_chip_hours(chips, wall, model)
+        columns[f"used_chip_hours{band}"] = chips * wall
+    frame = frame.with_columns(
+        **columns,
+        preemption_overhead=pl.when(model == "spot").then(spot_overhead).otherwise(0.0),
+        term_months=cost.term_months(model),
+    )
     migration = a.usd_per_engineer_week if a.include_migration_cost else 0.0
     columns = {}
     for band in BAND:
-        columns[f"compute_cost_usd{band}"] = pl.col(f"chip_hours{band}") * pl.col(f"usd_per_chip_hour{band}")
+        price = pl.col(f"usd_per_chip_hour{band}")
+        columns[f"compute_cost_usd{band}"] = pl.col(f"chip_hours{band}") * price
         columns[f"migration_cost_usd{band}"] = pl.col(f"migration_weeks{band}") * migration
-        hours = pl.col(f"train_days{band}") * 24
+        columns[f"finish_days{band}"] = pl.col(f"start_delay_days{band}") + pl.col(f"train_days{band}")
         columns[f"energy_kwh{band}"] = cost.energy_kwh(
-            pl.col("chips"), pl.col("watts"), hours, a.host_power_factor, a.pue
+            pl.col("chips"), pl.col("watts"), pl.col(f"train_days{band}") * 24, a.host_power_factor, a.pue
+        )
+        columns[f"amortised_cost_usd{band}"] = (
+            pl.col(f"used_chip_hours{band}") * price + pl.col(f"migration_weeks{band}") * migration
         )
     frame = frame.with_columns(**columns)
     return frame.with_columns(
@@ -327,6 +419,9 @@ OUTPUT_COLUMNS = [
     "usd_per_chip_hour",
     "usd_per_chip_hour_low",
     "usd_per_chip_hour_high",
+    "usd_per_chip_hour_typical",
+    "region",
+    "instance_type",
     "price_rows",
     "price_as_of",
     "price_as_of_approx",
@@ -341,6 +436,24 @@ OUTPUT_COLUMNS = [
     "cost_usd",
     "cost_usd_low",
     "cost_usd_high",
+    "term_months",
+    "amortised_cost_usd",
+    "amortised_cost_usd_low",
+    "amortised_cost_usd_high",
+    "start_delay_days",
+    "start_delay_days_low",
+    "start_delay_days_high",
+    "finish_days",
+    "finish_days_low",
+    "finish_days_high",
+    "chips_limit",
+    "chips_limited_by",
+    "chips_capped",
+    "max_job_chips",
+    "max_job_basis",
+    "capacity_max_chips",
+    "capacity_basis",
+    "preemption_overhead",
     "memory_per_chip_gb",
     "hbm_gb",
     "fits_in_memory",
@@ -375,13 +488,18 @@ def evaluate_full(
     """
     cat = catalog or _default_catalog()
     cal = calibration or _default_calibration(cat)
+    summary = cat.price_summary(scenario.pricing, scenario.constraints.clouds).select(
+        "accelerator_id", "cloud", "pricing_model", "usd_per_chip_hour_typical", "price_rows"
+    )
     frame = (
         _accelerator_frame(scenario, cat, cal, job_frame(scenario) if jobs_frame is None else jobs_frame)
-        .join(cat.price_summary(scenario.pricing, scenario.constraints.clouds), on="accelerator_id", how="left")
+        .join(summary, on="accelerator_id", how="left")
         .join(_clouds_per_accelerator(cat), on="accelerator_id", how="left")
         .with_columns(pl.col("pricing_model").fill_null(scenario.pricing[0]))
     )
-    frame = _costs(_size(frame, scenario, cal), scenario).with_columns(
+    frame = _limits(_schedule(frame, scenario), cat)
+    frame = _price(_size_within_limits(frame, scenario, cal), scenario, cat)
+    frame = _costs(frame, scenario).with_columns(
         memory_per_chip_gb=pl.col("memory_per_chip_bytes") / 1e9,
         hbm_gb=pl.col("hbm_bytes") / 1e9,
         fits_in_memory=(

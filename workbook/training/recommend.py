@@ -1,19 +1,27 @@
 """Rank the options of ``options.evaluate`` and explain the choice in plain words.
 
 Ranking: feasible options (constraints already applied by ``evaluate``: deadline, budget,
-framework lock-in, multi-cloud, cloud filter) by central total cost, cheapest first; one
-option per accelerator, so the runners-up are different chips. The reasons compare the winner
-with the runners-up and with the best option of the other accelerator family (GPU vs TPU vs
-Trainium), name the framework move if any, the memory fit, the uncertainty, and the price's age.
+framework lock-in, multi-cloud, cloud filter, job and capacity limits) by central total cost
+(for a commitment: the whole-term bill), cheapest first; one option per accelerator, so the
+runners-up are different chips. The reasons compare the winner with the runners-up and with the
+best option of the other accelerator family (GPU vs TPU vs Trainium), say when the top two are too
+close to call on price, name the porting and its delay, a commitment's whole-term bill, the
+memory fit, the price's region and age, and the pick's main risk. When nothing meets the deadline,
+:func:`shortest_plan` gives the fastest plan and what to relax.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import polars as pl
 
+from workbook import catalog as catalog_mod
+from workbook.catalog.schemas import PRICING_MODELS
 from workbook.present import count, days, usd
+from workbook.training import options
+from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
 
@@ -29,35 +37,115 @@ class Recommendation:
     headline: str
 
 
+def _schedule(option: dict) -> str:
+    if option["start_delay_days"] > 0:
+        return (
+            f"finishing in {days(option['finish_days'])} ({option['start_delay_days']:.0f} days of porting, "
+            f"then {days(option['train_days'])})"
+        )
+    return days(option["train_days"])
+
+
 def describe(option: dict) -> str:
-    """One line: chip on cloud (pricing): chips, days, cost with its range."""
+    """One line: chip on cloud (pricing, region): chips, schedule, cost with its range."""
+    region = f", {option['region']}" if option.get("region") not in (None, "any", "unknown", "ALL") else ""
+    bill = " whole-term bill" if option.get("term_months") else ""
     return (
-        f"{option['name']} on {option['cloud']} ({option['pricing_model']}): {count(option['chips'], 'chip')}, "
-        f"{days(option['train_days'])}, {usd(option['cost_usd'])} "
+        f"{option['name']} on {option['cloud']} ({option['pricing_model']}{region}): {count(option['chips'], 'chip')}, "
+        f"{_schedule(option)}, {usd(option['cost_usd'])}{bill} "
         f"(range {usd(option['cost_usd_low'])}-{usd(option['cost_usd_high'])})"
     )
 
 
-def _framework_reason(option: dict, team_framework: str) -> str | None:
+def _framework_reason(option: dict, team_framework: str, platform: str) -> str:
     team = FRAMEWORK_NAMES[team_framework]
     run = FRAMEWORK_NAMES[option["run_framework"]]
     weeks, cost = option["migration_weeks"], option["migration_cost_usd"]
+    delay = (
+        f" Porting delays the start by about {option['start_delay_days']:.0f} days (in the schedule above)."
+        if weeks > 0
+        else ""
+    )
     if option["framework_switch"]:
         return (
             f"It needs a {team}->{run} move (about {weeks:g} engineer-weeks, {usd(cost)} included in the cost), "
-            f"because {team} support on {option['kind_label']} is {option['team_framework_support']}."
+            f"because {team} support on {option['kind_label']} is {option['team_framework_support']}." + delay
         )
-    if weeks > 0 and option["framework_efficiency"] >= 1:
+    if weeks == 0:
+        return f"It runs your {team} code as it is (your team is on {PLATFORM_LABELS[platform]})."
+    speed = (
+        ""
+        if option["framework_efficiency"] >= 1
+        else f" ({option['support']} on {option['kind_label']}, about "
+        f"{option['framework_efficiency']:.0%} of the native stack's speed)"
+    )
+    return (
+        f"It runs {team}{speed} after about {weeks:g} engineer-weeks of porting from {PLATFORM_LABELS[platform]} "
+        f"({usd(cost)} included)." + delay
+    )
+
+
+def _commitment_reason(best: dict, ranked: list[dict]) -> str | None:
+    """A commitment bills its whole term: say so, give the amortised figure, and why it still wins."""
+    if not best["term_months"]:
+        return None
+    term_days = best["term_months"] * 365 / 12
+    text = (
+        f"Commitment: the whole {best['term_months']}-month term is billed ({usd(best['cost_usd'])}, the figure "
+        f"this was ranked on); if other work uses the chips for the rest of the term, this run's share is "
+        f"{usd(best['amortised_cost_usd'])} (amortised)."
+    )
+    if best["train_days"] >= term_days:
+        return text
+    pay_as_you_go = [o for o in ranked if not o["term_months"]]
+    if pay_as_you_go:
         return (
-            f"It runs {team} after about {weeks:g} engineer-weeks of porting to this platform ({usd(cost)} included)."
+            text + f" The run takes {days(best['train_days'])}, yet it still wins: its whole-term bill is below "
+            f"the cheapest pay-as-you-go option ({describe(pay_as_you_go[0])})."
         )
-    if weeks > 0:
+    return (
+        text + f" The run takes only {days(best['train_days'])}: it wins because only commitment prices were "
+        f"compared; check on-demand, capacity-block or contract prices before signing."
+    )
+
+
+def _close_call(best: dict, other: dict) -> str | None:
+    """One line when the two cost ranges overlap: what to decide on instead of price."""
+    if best["cost_usd_high"] < other["cost_usd_low"]:
+        return None
+    criteria = []
+    if abs(best["finish_days"] - other["finish_days"]) > 0.1 * min(best["finish_days"], other["finish_days"]):
+        faster = best if best["finish_days"] < other["finish_days"] else other
+        criteria.append(f"time ({faster['name']} finishes first, {days(faster['finish_days'])})")
+    if best["migration_weeks"] != other["migration_weeks"]:
+        easier = best if best["migration_weeks"] < other["migration_weeks"] else other
+        criteria.append(f"porting ({easier['name']} needs {easier['migration_weeks']:g} engineer-weeks)")
+    if best["price_secondary_source"] != other["price_secondary_source"]:
+        firm = other if best["price_secondary_source"] else best
+        criteria.append(f"price certainty ({firm['name']}'s price is from the provider)")
+    if not criteria:
+        criteria.append("capacity you can actually reserve and your team's experience")
+    return f"Too close to call on price against {other['name']} on {other['cloud']}: decide on {', '.join(criteria)}."
+
+
+def _main_risk(best: dict) -> str:
+    if best["price_secondary_source"]:
         return (
-            f"It runs {team} ({option['support']} on {option['kind_label']}, about "
-            f"{option['framework_efficiency']:.0%} of the native stack's speed) after about {weeks:g} engineer-weeks "
-            f"of porting ({usd(cost)} included)."
+            f"Main risk: the price comes from a secondary source, not {best['cloud']}'s own price list; "
+            "get a quote before committing."
         )
-    return f"It runs your {team} code as it is."
+    if not str(best["mfu_basis"]).startswith("median of"):
+        return (
+            f"Main risk: speed. No published training run on {best['name']} calibrates it; its MFU is a proxy "
+            f"({best['mfu_basis'].split(' (')[0]}), so time and cost could be off by the range shown."
+        )
+    if best["max_job_basis"] != "job" or best["capacity_basis"] == "assumption" or best["chips"] > 256:
+        return (
+            f"Main risk: capacity. {best['chips']:,} {best['name']} {best['pricing_model']} on {best['cloud']} "
+            f"(largest documented job {best['max_job_chips']:,}, {best['max_job_basis']}); confirm the provider "
+            "can deliver them at once."
+        )
+    return f"Main risk: the price is as of {best['price_as_of']:%Y-%m}; prices move, confirm it."
 
 
 def _compare(best: dict, other: dict) -> str:
@@ -67,7 +155,7 @@ def _compare(best: dict, other: dict) -> str:
     return f"{saving:.0%} cheaper than {describe(other)}.{tail}"
 
 
-def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommendation:
+def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: str = "nvidia") -> Recommendation:
     """Rank ``frame`` (from ``options.evaluate``) and explain the winner."""
     feasible = frame.filter(pl.col("feasible")).sort("cost_usd")
     per_chip = feasible.unique(subset="accelerator_id", keep="first", maintain_order=True)
@@ -87,12 +175,16 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
     reasons = [f"Cheapest option that meets the constraints: {describe(best)}."]
     if runners:
         reasons.append(f"{best['name']} is {_compare(best, runners[0])}")
+        close = _close_call(best, runners[0])
+        if close:
+            reasons.append(close)
     rival = next((o for o in ranked if o["kind"] != best["kind"]), None)
     if rival is not None and rival not in runners[:1]:
         reasons.append(f"Best {rival['kind_label']} alternative: {best['name']} is {_compare(best, rival)}")
-    framework = _framework_reason(best, team_framework)
-    if framework:
-        reasons.append(framework)
+    reasons.append(_framework_reason(best, team_framework, platform))
+    commitment = _commitment_reason(best, feasible.to_dicts())
+    if commitment:
+        reasons.append(commitment)
     reasons.append(
         f"Memory fits: {best['memory_per_chip_gb']:.0f} GB needed per chip of {best['hbm_gb']:.0f} GB "
         f"(at least {count(best['min_chips_to_fit'], 'chip')} needed to fit the model)."
@@ -103,10 +195,51 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
         if best["price_secondary_source"]
         else ""
     )
-    quotes = count(best["price_rows"], "quote")
-    reasons.append(f"Price: median of {quotes} on {best['cloud']}, as of {age}{best['price_as_of']:%Y-%m}." + caveat)
+    reasons.append(
+        f"Price: ${best['usd_per_chip_hour']:.2f} per chip-hour, the cheapest of {count(best['price_rows'], 'quote')} "
+        f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({best['instance_type']}, "
+        f"region {best['region']}); "
+        f"typical ${best['usd_per_chip_hour_typical']:.2f}; as of {age}{best['price_as_of']:%Y-%m}." + caveat
+    )
+    reasons.append(_main_risk(best))
+    bill = f" (whole {best['term_months']}-month term)" if best["term_months"] else ""
     headline = (
         f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}): {count(best['chips'], 'chip')}, "
-        f"{days(best['train_days'])}, {usd(best['cost_usd'])}"
+        f"{_schedule(best)}, {usd(best['cost_usd'])}{bill}"
     )
     return Recommendation(best, runners, blocked, reasons, headline)
+
+
+def shortest_plan(scenario: Scenario, catalog: catalog_mod.Catalog | None = None) -> list[str]:
+    """When nothing meets the deadline: the fastest plan without it, and what to relax (days, budget, cloud,
+    precision, pricing), each checked by evaluating the relaxed scenario."""
+    c = scenario.constraints
+    free = dataclasses.replace(scenario, constraints=dataclasses.replace(c, deadline_days=None, budget_usd=None))
+    feasible = options.evaluate(free, catalog).filter(pl.col("feasible"))
+    if feasible.height == 0:
+        return ["No plan exists even without the deadline and budget: see the reasons above."]
+    deadline = c.deadline_days if c.deadline_days is not None else math.inf
+    quickest = feasible["finish_days"].min()
+    # Among the plans within 1% of the quickest, the cheapest (several pricing models reach the same chips).
+    fastest = feasible.filter(pl.col("finish_days") <= quickest * 1.01).sort("cost_usd").row(0, named=True)
+    lines = []
+    if quickest > deadline:
+        lines += [
+            f"Nothing finishes within {deadline:g} days. The fastest plan: {describe(fastest)}.",
+            f"Relax the deadline to about {math.ceil(fastest['finish_days'])} days for that plan.",
+        ]
+    within = feasible.filter(pl.col("finish_days") <= deadline).sort("cost_usd")
+    if c.budget_usd is not None and within.height:
+        lines.append(f"Raise the budget to {usd(within['cost_usd'][0])}: {describe(within.row(0, named=True))}.")
+    probes = []
+    if c.clouds:
+        probes.append(("allow any cloud", dataclasses.replace(scenario, constraints=dataclasses.replace(c, clouds=()))))
+    if scenario.precision == "bf16":
+        probes.append(("train in FP8", dataclasses.replace(scenario, precision="fp8")))
+    if set(scenario.pricing) != set(PRICING_MODELS):
+        probes.append(("reserve capacity (any pricing model)", dataclasses.replace(scenario, pricing=PRICING_MODELS)))
+    for label, relaxed in probes:
+        found = options.evaluate(relaxed, catalog).filter(pl.col("feasible")).sort("cost_usd")
+        if found.height:
+            lines.append(f"Or {label}: {describe(found.row(0, named=True))}.")
+    return lines

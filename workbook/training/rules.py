@@ -44,8 +44,18 @@ def rules_for(s: Scenario) -> list[Rule]:
         ),
         Rule(
             "no_price",
-            pl.col("usd_per_chip_hour").is_null(),
+            pl.col("price_rows").is_null(),
             pl.format("no {} price for {} in the dataset", pl.lit(" / ".join(s.pricing)), pl.col("name")),
+        ),
+        Rule(
+            "no_instance",
+            pl.col("usd_per_chip_hour").is_null(),
+            pl.format(
+                "no {} quote on {} for an instance that can run {} chips (only smaller instances are listed)",
+                pl.col("pricing_model"),
+                pl.col("cloud"),
+                pl.col("chips"),
+            ),
         ),
         Rule(
             "no_fit_any_count",
@@ -54,8 +64,40 @@ def rules_for(s: Scenario) -> list[Rule]:
         ),
         Rule(
             "over_max_job",
-            pl.col("chips") > pl.col("max_job_chips"),
-            pl.format("needs {} chips; the largest documented job is {}", pl.col("chips"), pl.col("max_job_chips")),
+            pl.max_horizontal("chips", "min_chips_to_fit") > pl.col("max_job_chips"),
+            pl.format(
+                "needs {} chips; the largest documented single job on {} is {} ({})",
+                pl.max_horizontal("chips", "min_chips_to_fit"),
+                pl.col("name"),
+                pl.col("max_job_chips"),
+                pl.col("max_job_note"),
+            ),
+        ),
+        Rule(
+            "spot_at_scale",
+            (pl.col("pricing_model") == "spot")
+            & (pl.col("chips") >= cost.SPOT_PRACTICAL_MAX_CHIPS)
+            & (pl.col("train_days") >= cost.SPOT_LONG_JOB_DAYS),
+            pl.format(
+                "spot at {} chips for {} days is unavailable in practice: no cloud holds that much spot capacity "
+                "for weeks, and each node loss stops every chip (+{}% time lost to preemptions at this size)",
+                pl.col("chips"),
+                pl.col("train_days").round(0),
+                (pl.col("preemption_overhead") * 100).round(0),
+            ),
+        ),
+        Rule(
+            "over_capacity",
+            pl.max_horizontal("chips", "min_chips_to_fit") > pl.col("capacity_max_chips"),
+            pl.format(
+                "needs {} chips; {} {} rents at most {} without a reservation ({} ceiling): use a reservation, "
+                "capacity block or contract",
+                pl.max_horizontal("chips", "min_chips_to_fit"),
+                pl.col("cloud"),
+                pl.col("pricing_model"),
+                pl.col("capacity_max_chips"),
+                pl.col("capacity_basis"),
+            ),
         ),
         Rule(
             "no_fit",
@@ -78,10 +120,32 @@ def rules_for(s: Scenario) -> list[Rule]:
         )
     checks.append(
         Rule(
-            "past_deadline",
-            pl.col("train_days") > pl.col("deadline_days"),
+            "porting_past_deadline",
+            pl.col("start_delay_days") >= pl.col("deadline_days"),
             pl.format(
-                "takes {} days, past the {}-day deadline", pl.col("train_days").round(1), pl.col("deadline_days")
+                "porting alone takes about {} days ({} engineer-weeks), past the {}-day deadline",
+                pl.col("start_delay_days").round(0),
+                pl.col("migration_weeks").round(1),
+                pl.col("deadline_days"),
+            ),
+        )
+    )
+    limit = pl.when(pl.col("chips_capped")).then(pl.format(" (the most: {})", pl.col("chips_limited_by")))
+    porting = pl.when(pl.col("start_delay_days") > 0).then(
+        pl.format(" after {} days of porting", pl.col("start_delay_days").round(1))
+    )
+    checks.append(
+        Rule(
+            "past_deadline",
+            pl.col("finish_days") > pl.col("deadline_days"),
+            pl.format(
+                "finishes in {} days ({} days of training on {} chips{}{}), past the {}-day deadline",
+                pl.col("finish_days").round(1),
+                pl.col("train_days").round(1),
+                pl.col("chips"),
+                limit.otherwise(pl.lit("")),
+                porting.otherwise(pl.lit("")),
+                pl.col("deadline_days"),
             ),
         )
     )

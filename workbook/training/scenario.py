@@ -15,9 +15,33 @@ from workbook.errors import check_choice as _choice
 from workbook.errors import check_number as _number
 from workbook.model.spec import ModelSpec
 
-__all__ = ["COMPUTE_OPTIMAL_TOKENS_PER_PARAM", "Assumptions", "Constraints", "ModelSpec", "Scenario"]
+__all__ = [
+    "COMPUTE_OPTIMAL_TOKENS_PER_PARAM",
+    "PLATFORMS",
+    "TODAYS_PRACTICE_TOKENS",
+    "Assumptions",
+    "Constraints",
+    "ModelSpec",
+    "Scenario",
+]
 
 COMPUTE_OPTIMAL_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022 ("Chinchilla"): the default token budget
+# "Today's practice": open models are trained far past compute-optimal. Llama 3 8B and 70B were pretrained on
+# 15T+ tokens, Llama 3.1 405B on 15.6T (Meta, arXiv:2407.21783); DeepSeek-V3 on 14.8T (arXiv:2412.19437).
+TODAYS_PRACTICE_TOKENS = 15e12
+# The team's current platform -> (vendor, kind) of the accelerators it runs on today without porting.
+PLATFORMS = {
+    "nvidia": ("nvidia", "gpu"),
+    "tpu": ("google", "tpu"),
+    "amd": ("amd", "gpu"),
+    "trainium": ("aws", "trainium"),
+}
+PLATFORM_LABELS = {
+    "nvidia": "CUDA on NVIDIA",
+    "tpu": "JAX/XLA on TPU",
+    "amd": "ROCm on AMD",
+    "trainium": "Neuron on Trainium",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +55,12 @@ class Assumptions:
     micro_batch_seqs: int = 1
     hbm_usable_fraction: float = 0.90  # allocator fragmentation + runtime buffers (assumption)
     framework_overhead_bytes: float = 2e9  # CUDA/XLA context, communication buffers (assumption)
-    spot_preemption_overhead: float = 0.15  # extra chip-hours lost to preemptions on spot (assumption)
+    spot_preemption_overhead: float = 0.15  # spot time lost to capacity waits and checkpoints at any size (assumption)
+    # Spot interruptions grow with the nodes in a job (workbook.model.cost.preemption_overhead): AWS Spot Instance
+    # Advisor's highest interruption bucket is ">20%" of instances per month, typical of GPU instances (assumption).
+    spot_interruptions_per_node_month: float = 0.2
+    hours_lost_per_interruption: float = 1.0  # half a 1-hour checkpoint interval + ~30 min restart (assumption)
+    porting_engineers: int = 2  # engineers porting in parallel: calendar weeks = engineer-weeks / engineers
     pue: float = 1.2  # data-centre power usage effectiveness (hyperscaler fleet averages ~1.1-1.2)
     host_power_factor: float = 1.5  # system power / accelerator power (DGX H100: 10.2 kW for 5.6 kW of GPUs = 1.8)
     grid_kg_co2e_per_kwh: float = 0.37  # world-average grid intensity (IEA ~2023); set your region's
@@ -49,6 +78,9 @@ class Assumptions:
         _number("hbm_usable_fraction", self.hbm_usable_fraction, 0.5, 1.0)
         _number("framework_overhead_bytes", self.framework_overhead_bytes, 0, 64e9)
         _number("spot_preemption_overhead", self.spot_preemption_overhead, 0, 2)
+        _number("spot_interruptions_per_node_month", self.spot_interruptions_per_node_month, 0, 30)
+        _number("hours_lost_per_interruption", self.hours_lost_per_interruption, 0, 48)
+        _number("porting_engineers", self.porting_engineers, 1, 100, integer=True)
         _number("pue", self.pue, 1.0, 3.0)
         _number("host_power_factor", self.host_power_factor, 1.0, 3.0)
         _number("grid_kg_co2e_per_kwh", self.grid_kg_co2e_per_kwh, 0, 2)
@@ -79,6 +111,7 @@ class Scenario:
     model: ModelSpec
     tokens: float
     framework: str = "pytorch"
+    current_platform: str = "nvidia"  # where the team's code runs today (PLATFORMS): sets the porting effort
     precision: str = "bf16"
     chips: Optional[int] = None
     days: Optional[float] = None
@@ -90,6 +123,7 @@ class Scenario:
     def __post_init__(self):
         _number("tokens", self.tokens, 1e6, 1e15)
         _choice("framework", self.framework, FRAMEWORKS)
+        _choice("current_platform", self.current_platform, tuple(PLATFORMS))
         _choice("precision", self.precision, PRECISIONS)
         if self.chips is not None and self.days is not None:
             raise InputError("chips", "give either chips or days, not both")

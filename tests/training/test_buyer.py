@@ -1,0 +1,134 @@
+"""Answers a buyer would act on: job and capacity limits, the price one would pay, commitments, starting point."""
+
+import dataclasses
+
+import polars as pl
+import pytest
+
+from workbook import catalog
+from workbook.training import options, recommend
+from workbook.training.scenario import Constraints, ModelSpec, Scenario
+
+SCENARIOS = [
+    Scenario(model=ModelSpec.from_params(759e9), tokens=20 * 759e9, days=30, constraints=Constraints(deadline_days=30)),
+    Scenario(model=ModelSpec.from_params(70e9, 12e9), tokens=1.4e12, days=1, constraints=Constraints(deadline_days=1)),
+    Scenario(model=ModelSpec.from_params(70e9), tokens=15e12, days=60, constraints=Constraints(deadline_days=60)),
+    Scenario(model=ModelSpec.from_params(7e9), tokens=140e9, days=10),
+]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=["759b-30d", "moe-1d", "70b-15t-60d", "7b-no-deadline"])
+def test_no_feasible_option_exceeds_its_job_size_or_capacity(scenario):
+    frame = options.evaluate(scenario)
+    feasible = frame.filter(pl.col("feasible"))
+    assert frame.height > 0
+    assert feasible.filter(pl.col("chips") > pl.col("max_job_chips")).height == 0
+    assert feasible.filter(pl.col("chips") > pl.col("capacity_max_chips")).height == 0
+    rec = recommend.recommend(frame)
+    if rec.best is not None:
+        assert rec.best["chips"] <= rec.best["max_job_chips"]
+
+
+def test_759b_in_30_days_gives_the_fastest_plan_within_limits():
+    s = SCENARIOS[0]
+    assert options.evaluate(s).filter(pl.col("feasible")).height == 0
+    lines = recommend.shortest_plan(s)
+    assert lines[0].startswith("Nothing finishes within 30 days. The fastest plan:")
+    free = options.evaluate(dataclasses.replace(s, constraints=Constraints())).filter(pl.col("feasible"))
+    assert free.height > 0 and free["finish_days"].min() > 30
+    assert (free["chips"] <= free["max_job_chips"]).all()
+
+
+def test_capped_options_show_time_at_the_limit():
+    frame = options.evaluate(SCENARIOS[0])
+    capped = frame.filter(pl.col("chips_capped") & pl.col("usd_per_chip_hour").is_not_null())
+    assert capped.height > 0
+    assert (capped["chips"] <= capped["chips_limit"]).all()
+    assert capped.filter(pl.col("infeasible_code") == "past_deadline").height > 0
+
+
+def test_price_is_cheapest_region_that_can_run_the_job_and_overrides_win(tmp_path):
+    s = Scenario(model=ModelSpec.from_params(70e9), tokens=1.4e12, days=30, pricing=("on-demand",))
+    row = (
+        options.evaluate(s)
+        .filter((pl.col("accelerator_id") == "h100-sxm") & (pl.col("cloud") == "aws"))
+        .row(0, named=True)
+    )
+    cat = catalog.load()
+    quotes = cat.price_quotes(("on-demand",)).filter(
+        (pl.col("accelerator_id") == "h100-sxm") & (pl.col("cloud") == "aws") & (pl.col("chips_per_instance") >= 8)
+    )
+    assert quotes.height > 1
+    assert row["usd_per_chip_hour"] == pytest.approx(quotes["usd_per_chip_hour"].min())
+    assert row["usd_per_chip_hour"] <= row["usd_per_chip_hour_typical"] and row["region"]
+    mine = tmp_path / "mine.csv"
+    mine.write_text(
+        "accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source\nh100-sxm,aws,on-demand,9.5,2026-11-01,deal\n"
+    )
+    ours = catalog.load(price_overrides=mine)
+    overridden = options.evaluate(s, ours).filter((pl.col("accelerator_id") == "h100-sxm") & (pl.col("cloud") == "aws"))
+    assert overridden["usd_per_chip_hour"].item() == 9.5  # dearer than the cheapest shipped quote, and still used
+
+
+def test_small_instances_do_not_price_a_multi_node_job():
+    cat = catalog.load()
+    jobs = pl.DataFrame(
+        {
+            "row": [0, 1],
+            "accelerator_id": ["l4", "l4"],
+            "cloud": ["aws", "aws"],
+            "pricing_model": ["on-demand"] * 2,
+            "chips": [1, 64],
+            "block_chips": [8, 8],
+            "kind": ["gpu", "gpu"],
+        }
+    )
+    picked = cat.cheapest_quotes(jobs, ("on-demand",)).sort("row")
+    assert picked["chips_per_instance"][0] >= 1 and picked["chips_per_instance"][1] >= 8
+    assert picked["quote_usd_per_chip_hour"][0] < picked["quote_usd_per_chip_hour"][1]
+
+
+def test_jax_team_on_tpu_pays_no_porting_and_porting_moves_the_finish():
+    base = Scenario(
+        model=ModelSpec.from_params(7e9),
+        tokens=140e9,
+        framework="jax",
+        days=20,
+        pricing=("on-demand",),
+        accelerators=("tpu-v5p",),
+        constraints=Constraints(deadline_days=20),
+    )
+    from_gpu = options.evaluate(base).row(0, named=True)
+    on_tpu = options.evaluate(dataclasses.replace(base, current_platform="tpu")).row(0, named=True)
+    assert on_tpu["migration_weeks"] == 0 and on_tpu["migration_cost_usd"] == 0 and on_tpu["start_delay_days"] == 0
+    assert from_gpu["start_delay_days"] > 0
+    assert from_gpu["finish_days"] == pytest.approx(from_gpu["start_delay_days"] + from_gpu["train_days"])
+    assert from_gpu["finish_days"] <= 20  # chips are sized for the window left after porting
+
+
+def test_spot_at_thousands_of_chips_for_long_jobs_is_ruled_out_and_overhead_grows():
+    s = Scenario(
+        model=ModelSpec.from_params(70e9), tokens=2e12, chips=2048, pricing=("spot",), accelerators=("h100-sxm",)
+    )
+    big = options.evaluate(s)
+    assert (big["infeasible_code"] == "spot_at_scale").all()
+    small = options.evaluate(dataclasses.replace(s, chips=64))
+    assert big["preemption_overhead"].min() > small["preemption_overhead"].max() > 0
+
+
+def test_commitment_for_a_short_job_says_whole_term_and_why_it_wins():
+    s = Scenario(model=ModelSpec.from_params(7e9), tokens=140e9, days=30, pricing=("commit-1y",))
+    rec = recommend.recommend(options.evaluate(s))
+    text = " ".join(rec.reasons)
+    assert rec.best["term_months"] == 12 and rec.best["cost_usd"] > rec.best["amortised_cost_usd"]
+    assert "whole 12-month term is billed" in text and "ranked" in text and "only commitment prices" in text
+    assert "Main risk:" in text
+
+
+def test_every_current_tpu_has_1y_and_3y_prices():
+    cat = catalog.load()
+    tpus = cat.accelerators.filter((pl.col("kind") == "tpu") & pl.col("offered"))["accelerator_id"]
+    models = cat.usable_prices().filter(pl.col("accelerator_id").is_in(tpus.implode()))
+    for tpu in tpus:
+        have = set(models.filter(pl.col("accelerator_id") == tpu)["pricing_model"])
+        assert {"commit-1y", "commit-3y"} <= have, tpu
