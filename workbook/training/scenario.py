@@ -15,9 +15,17 @@ from workbook.errors import check_choice as _choice
 from workbook.errors import check_number as _number
 from workbook.model.spec import ModelSpec
 
-__all__ = ["COMPUTE_OPTIMAL_TOKENS_PER_PARAM", "Assumptions", "Constraints", "ModelSpec", "Scenario"]
+__all__ = [
+    "COMPUTE_OPTIMAL_TOKENS_PER_PARAM",
+    "MFU_OVERRIDE_RANGE",
+    "Assumptions",
+    "Constraints",
+    "ModelSpec",
+    "Scenario",
+]
 
 COMPUTE_OPTIMAL_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022 ("Chinchilla"): the default token budget
+MFU_OVERRIDE_RANGE = (0.01, 0.95)  # accepted user MFU (published large runs sit at ~0.2-0.6)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +48,7 @@ class Assumptions:
 
     def __post_init__(self):
         if self.mfu_override is not None:
-            _number("mfu_override", self.mfu_override, 0.01, 0.95)
+            _number("mfu_override", self.mfu_override, *MFU_OVERRIDE_RANGE)
         if self.goodput_override is not None:
             _number("goodput_override", self.goodput_override, 0.1, 1.0)
         _number("zero_stage", self.zero_stage, 0, 3, integer=True)
