@@ -149,9 +149,27 @@ def test_chart_bundle_is_sent_on_request_not_in_the_widget_state(dash):
     grid = dash.train.charts
     state = grid.get_state()
     assert "_bundle" not in state and len(json.dumps(state)) < 200_000
+    chartgrid._PAGES_SERVED.clear()
     sent = []
     grid.send = sent.append
     grid._on_message(grid, {"request": "something else"}, [])
     assert sent == []
-    grid._on_message(grid, {"request": "bundle"}, [])
-    assert sent[0] == {"bundle": grid._bundle_key, "javascript": chartgrid.bundle()[1]}
+    grid._on_message(grid, {"request": "bundle", "page": "p1"}, [])
+    assert sent == [{"bundle": grid._bundle_key, "javascript": chartgrid.bundle()[1]}]
+
+
+def test_chart_bundle_goes_once_per_page_view_and_repeats_are_ignored(dash):
+    """A client repeating the small request must not make the kernel send the 0.9 MB bundle again and again."""
+    from workbook.app import chartgrid
+
+    chartgrid._PAGES_SERVED.clear()
+    sent = []
+    for grid in (dash.train.charts, dash.serve.charts if dash.serve else dash.train.charts):
+        grid.send = sent.append
+        for _ in range(50):
+            grid._on_message(grid, {"request": "bundle", "page": "one-page-view"}, [])
+    assert len(sent) == 1
+    for page in range(100):  # forged page ids: bounded too
+        dash.train.charts._on_message(dash.train.charts, {"request": "bundle", "page": f"forged-{page}"}, [])
+    assert len(sent) == chartgrid.MAX_PAGE_VIEWS
+    chartgrid._PAGES_SERVED.clear()
