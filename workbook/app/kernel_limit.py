@@ -3,9 +3,10 @@
 Voila and jupyter-server start a kernel for every page request with no limit: thirty pages opened at once
 took a test machine from 353 MB to 7.4 GB in 44 s. ``voila.json`` names this class as Voila's kernel manager;
 past ``max_kernels`` (running + starting, the warm pool included) a new page gets HTTP 503 with
-``BUSY_MESSAGE`` at once instead of a hang. Idle kernels are culled (``cull_idle_timeout`` in voila.json), which
-frees their seats. Set the cap with ``--CappedKernelManager.max_kernels=N`` or in voila.json. Limits per client
-(one visitor opening many pages) belong to the reverse proxy: see the README's security section.
+``BUSY_MESSAGE`` at once instead of a hang (template ``503.html``). Idle kernels are culled (``cull_idle_timeout``
+in voila.json), which frees their seats and refills Voila's warm pool if the cap refused its refill. Set the cap
+with ``--CappedKernelManager.max_kernels=N`` or in voila.json. Limits per client (one visitor opening many pages)
+belong to the reverse proxy: see the README's security section.
 """
 
 from __future__ import annotations
@@ -35,3 +36,15 @@ class CappedKernelManager(AsyncMappingKernelManager):
             return await super().start_kernel(*args, **kwargs)
         finally:
             self._starting -= 1
+
+    async def shutdown_kernel(self, kernel_id, *args, **kwargs):
+        await super().shutdown_kernel(kernel_id, *args, **kwargs)
+        self._refill_pools()
+
+    def _refill_pools(self) -> None:
+        """A seat is free: drop warm-pool starts the cap refused and start them again (Voila refills its pool only
+        when a warm kernel is taken, so without this the pool would stay empty after the first busy moment)."""
+        for name, pool in getattr(self, "_pools", {}).items():  # Voila's preheat subclass keeps its pools here
+            pool[:] = [task for task in pool if not (task.done() and (task.cancelled() or task.exception()))]
+            if not pool:
+                self.fill_if_needed(delay=0, notebook_name=name)
