@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # to reuse the test helpers
 
@@ -37,19 +38,23 @@ CHANGED = """() => { const now = Array.from(document.querySelectorAll('.vega-emb
   return now.length === window.__before.length && now.some((h, i) => h !== window.__before[i]); }"""
 
 
-def memory_mb() -> tuple[int, float, float]:
-    """(kernel count, MB of RSS for the Voila server and all its kernels, MB of RSS for the server alone)."""
-    out = subprocess.run(["ps", "-eo", "rss,args"], capture_output=True, text=True).stdout.splitlines()
-    kernels = [int(line.split()[0]) for line in out if "ipykernel_launcher" in line]
-    server = [int(line.split()[0]) for line in out if "bin/voila" in line]
-    return len(kernels), (sum(kernels) + sum(server)) / 1024, sum(server) / 1024
+def memory_mb(port: int) -> tuple[int, float, float]:
+    """(kernel count, MB of RSS for the Voila server on ``port`` and its kernels, MB of RSS for that server alone).
+    Only this server's processes: other Voila servers and kernels on a shared machine are not counted."""
+    rows = subprocess.run(["ps", "-eo", "pid=,ppid=,rss=,args="], capture_output=True, text=True).stdout.splitlines()
+    procs = [(int(pid), int(ppid), int(rss), args) for pid, ppid, rss, args in (r.split(None, 3) for r in rows)]
+    server = [(pid, rss) for pid, _, rss, args in procs if "bin/voila" in args and f"--port={port}" in args]
+    pids = {pid for pid, _ in server}
+    kernels = [rss for _, ppid, rss, args in procs if ppid in pids and "ipykernel_launcher" in args]
+    server_kb = sum(rss for _, rss in server)
+    return len(kernels), (sum(kernels) + server_kb) / 1024, server_kb / 1024
 
 
-async def sample_server_peak(stop: asyncio.Event) -> float:
+async def sample_server_peak(port: int, stop: asyncio.Event) -> float:
     """Peak RSS of the Voila server process (MB), sampled every second until ``stop``."""
     peak = 0.0
     while not stop.is_set():
-        peak = max(peak, (await asyncio.to_thread(memory_mb))[2])
+        peak = max(peak, (await asyncio.to_thread(memory_mb, port))[2])
         await asyncio.sleep(1)
     return peak
 
@@ -96,13 +101,14 @@ async def visitors(
             for _ in range(browsers)
         ]
         gate, stop = Gate(sessions), asyncio.Event()
-        peak = asyncio.ensure_future(sample_server_peak(stop))
+        port = urlsplit(url).port
+        peak = asyncio.ensure_future(sample_server_peak(port, stop))
         flooding = asyncio.gather(*(misbehave(url, gate) for _ in range(misbehaving)))
         runs = [after(i * stagger, browser_visit(chromiums[i], url, gate)) for i in range(browsers)]
         runs += [after(i * stagger, visit(url, gate)) for i in range(browsers, sessions)]
         everyone = asyncio.gather(*runs)
         await gate.open.wait()
-        loaded = memory_mb()
+        loaded = memory_mb(port)
         results = await everyone
         requests = await flooding
         stop.set()
@@ -153,14 +159,14 @@ def main() -> None:
         parser.error("need 1 <= sessions, 0 <= browsers <= sessions, stagger >= 0, misbehaving >= 0")
     with voila("notebooks/app.ipynb", *CULL, *voila_args) as url:
         time.sleep(15)  # let the preheated kernel run the notebook
-        baseline = memory_mb()
+        baseline = memory_mb(urlsplit(url).port)
         start = time.perf_counter()
         browser_visits, protocol_visits, loaded, peak, flood = asyncio.run(
             visitors(url, args.sessions, args.browsers, args.stagger, args.misbehaving)
         )
         wall = time.perf_counter() - start
         time.sleep(90)  # idle timeout 60 s + cull interval
-        released = memory_mb()
+        released = memory_mb(urlsplit(url).port)
     arrival = "at once" if args.stagger == 0 else f"one every {args.stagger:g} s"
     print(
         f"{args.sessions} concurrent sessions arriving {arrival} ({args.browsers} in headless Chromium), "

@@ -32,7 +32,6 @@ class TrainView:
 
     def __init__(self, catalog: catalog_mod.Catalog, mode: Callable[[], str], on_result: Callable[[], None]):
         self.catalog = catalog
-        self.base_catalog = catalog
         self.mode = mode
         self.on_result = on_result
         self.controls = self._controls()
@@ -243,6 +242,8 @@ class TrainView:
         self.update()
 
     def _on_price_file_too_large(self, change) -> None:
+        if not change["new"]:
+            return
         name, size = change["new"]["name"], change["new"]["size"]
         limit = self.controls["price_file"].max_bytes
         self.notices["prices"] = views.message(

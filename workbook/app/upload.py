@@ -38,6 +38,7 @@ class PriceUpload(anywidget.AnyWidget):
         if not isinstance(content, dict):
             return
         name = str(content.get("name", "file"))[:NAME_CHARS]
+        self.rejected = {}  # a second refusal of the same file is a change too
         if content.get("upload") and buffers:
             size = len(buffers[0])
             if size > self.max_bytes:

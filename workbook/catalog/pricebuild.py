@@ -225,7 +225,10 @@ def _read(path: Path, required: tuple[str, ...] = ()) -> pl.DataFrame:
     """A source CSV as strings (missing cells ""); unreadable files and missing columns raise DataError."""
     if not path.is_file():
         raise DataError(f"{path}: is not a file (a folder or a special file cannot be a price source)")
-    content = path.read_bytes()
+    try:
+        content = path.read_bytes()
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
     try:
         content.decode("utf-8")
     except UnicodeDecodeError as err:
