@@ -1,6 +1,8 @@
 """Command line: ``python -m workbook train|compare|accelerators|data build-prices`` (contract in docs/design.md).
 
-Bad input exits with status 2 and one line on stderr naming the flag and what it accepts.
+Bad input exits with status 2 and one line on stderr naming the flag (as typed) and what it accepts. Every file
+the CLI writes (``report --out``, ``data build-prices --out``) is checked first and written atomically: a rejected
+run leaves an existing file as it was.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 import polars as pl
 
 from workbook import catalog as catalog_mod
-from workbook import report, serving
+from workbook import files, report, serving
 from workbook.catalog import pricebuild
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
@@ -22,6 +24,7 @@ from workbook.training import options
 from workbook.training.recommend import recommend, shortest_plan
 from workbook.training.scenario import (
     COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
+    MFU_OVERRIDE_RANGE,
     PLATFORMS,
     TODAYS_PRACTICE_TOKENS,
     Assumptions,
@@ -70,6 +73,13 @@ TRAIN_KEYS = [
 
 
 TOKEN_PRESETS = ("compute-optimal", "todays-practice")
+# Scenario fields whose flag is not simply ``--`` + the field name with dashes.
+FLAG_OF_FIELD = {
+    "mfu_override": "--mfu",
+    "requests_per_s": "--rps",
+    "weight_precision": "--precision",
+    "stack_choice": "--stack",
+}
 
 
 class UsageError(Exception):
@@ -98,7 +108,7 @@ def _positive(flag: str, integer: bool = False):
     return parse
 
 
-def _scenario_flags(p: argparse.ArgumentParser, single: bool) -> None:
+def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool = True) -> None:
     p.add_argument("--params", type=_positive("--params"), required=True, help="total parameters, e.g. 70e9")
     tokens = p.add_mutually_exclusive_group()
     tokens.add_argument(
@@ -128,8 +138,10 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool) -> None:
     p.add_argument("--precision", choices=serving.WEIGHT_PRECISIONS if not single else PRECISIONS, default="bf16")
     p.add_argument("--pricing", choices=PRICING_MODELS, default="on-demand" if single else None)
     p.add_argument("--cloud", help="only this cloud (e.g. gcp, aws)")
-    p.add_argument("--mfu", type=_positive("--mfu"), help="override the calibrated MFU (0-1)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    low, high = MFU_OVERRIDE_RANGE
+    p.add_argument("--mfu", type=_positive("--mfu"), help=f"override the calibrated MFU ({low:g}-{high:g})")
+    if json_output:
+        p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _serve_flags(p: argparse.ArgumentParser) -> None:
@@ -179,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_flags(compare)
     compare.add_argument("--mode", choices=["train", "serve"], default="train")
     rep = sub.add_parser("report", help="one-page self-contained HTML report of a training scenario")
-    _scenario_flags(rep, single=False)
+    _scenario_flags(rep, single=False, json_output=False)
     rep.add_argument("--out", required=True, help="path of the HTML file to write")
     acc = sub.add_parser("accelerators", help="list accelerator ids and specs")
     acc.add_argument("--json", action="store_true")
@@ -191,13 +203,16 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--as-of", type=dt.date.fromisoformat, help="as-of date for SkyPilot vms.csv rows (default today)"
     )
+    build.add_argument(
+        "--force",
+        action="store_true",
+        help=f"replace the file even if more than {pricebuild.MAX_DROP_SHARE:.0%} of its rows would be dropped",
+    )
     return parser
 
 
 def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
     _check_ids(args, cat)
-    if args.mfu is not None and not 0 < args.mfu < 1:
-        raise InputError("--mfu", f"must be between 0 and 1, got {args.mfu:g}")
     try:
         model = ModelSpec.from_params(args.params, args.active_params, seq_len=args.seq_len)
         preset = TODAYS_PRACTICE_TOKENS if args.tokens_preset == "todays-practice" else None
@@ -216,7 +231,19 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
             assumptions=Assumptions(mfu_override=args.mfu),
         )
     except InputError as err:
-        raise InputError(f"--{err.field.replace('_', '-')}", err.message) from None
+        if err.field == "tokens" and args.tokens is None:
+            raise InputError(
+                "--params",
+                f"the default {COMPUTE_OPTIMAL_TOKENS_PER_PARAM} training tokens per parameter give "
+                f"{COMPUTE_OPTIMAL_TOKENS_PER_PARAM * args.params:g} tokens, but tokens {err.message}; "
+                "give --tokens",
+            ) from None
+        raise _flag_error(err) from None
+
+
+def _flag_error(err: InputError) -> InputError:
+    """The same error, naming the flag the user typed instead of the scenario field."""
+    return InputError(FLAG_OF_FIELD.get(err.field, f"--{err.field.replace('_', '-')}"), err.message)
 
 
 def _check_ids(args, cat: catalog_mod.Catalog) -> None:
@@ -254,8 +281,7 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
             stack_choice=args.stack,
         )
     except InputError as err:
-        flag = {"stack_choice": "stack"}.get(err.field, err.field)
-        raise InputError(f"--{flag.replace('_', '-')}", err.message) from None
+        raise _flag_error(err) from None
 
 
 SERVE_KEYS = [
@@ -349,12 +375,22 @@ def _table(frame: pl.DataFrame) -> str:
         return str(view)
 
 
+def _rebuild_summary(result: pricebuild.Rebuild, out: str) -> str:
+    in_use = result.frame.filter(~pl.col("excluded")).height
+    parts = [f"wrote {result.frame.height} price rows ({in_use} in use) to {out}"]
+    if result.backup is not None:
+        parts.append(f"previous file ({result.previous_rows} rows) kept as {result.backup}")
+    if result.dropped_rows:
+        parts.append(f"{result.dropped_rows} previous rows have no row with the same key now")
+    if result.skipped:
+        parts.append(f"not price files, skipped: {', '.join(result.skipped)}")
+    return "; ".join(parts)
+
+
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "data":
-        frame = pricebuild.build(*args.source_dir, as_of=args.as_of)
-        pricebuild.write(frame, args.out)
-        print(f"wrote {frame.height} price rows ({frame.filter(~pl.col('excluded')).height} in use) to {args.out}")
+        print(_rebuild_summary(pricebuild.rebuild(args.source_dir, args.out, args.as_of, args.force), args.out))
         return 0
     cat = catalog_mod.load()
     if args.command == "accelerators":
@@ -362,11 +398,8 @@ def run(argv: list[str]) -> int:
         print(json.dumps(frame.to_dicts(), indent=1) if args.json else "\n".join(cat.accelerator_ids))
         return 0
     if args.command == "report":
-        try:
-            with open(args.out, "w", encoding="utf-8") as out:
-                out.write(report.render(_scenario(args, cat), cat))
-        except OSError as err:
-            raise InputError("--out", f"cannot write {args.out!r} ({err.strerror})") from None
+        files.check_target(args.out, "--out")  # before the minutes of work, and before touching any file
+        files.atomic_write(args.out, report.render(_scenario(args, cat), cat), "--out")
         print(f"wrote {args.out}")
         return 0
     if args.command == "serve" or getattr(args, "mode", "train") == "serve":

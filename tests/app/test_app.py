@@ -68,7 +68,7 @@ def test_bad_and_extreme_states_show_a_message_not_a_traceback(dash):
     dash.train.controls["moe"].value = True
     dash.train.controls["active_params_b"].value = 2000
     dash.train.controls["params_b"].value = 100
-    assert "Active parameters" in dash.train.status.value
+    assert "Active params (B): must not exceed the model size (100B), got 2000B" in dash.train.status.value
     dash.train.controls["active_params_b"].value = 10
     assert dash.train.status.value == "" and dash.train.scenario.model.active_params == pytest.approx(10e9)
 
@@ -118,8 +118,9 @@ def test_price_override_upload(dash):
 def test_state_is_pure_and_validates():
     s = state.scenario_from({"params_b": 7, "days": 10})
     assert s.model.params == 7e9 and s.days == 10
-    with pytest.raises(InputError, match="Budget cap"):
+    with pytest.raises(InputError) as err:
         state.scenario_from({"budget_musd": -1})
+    assert err.value.field == "budget_musd"
 
 
 def test_trust_panels_fill_on_open(dash):
@@ -169,9 +170,120 @@ def test_chart_bundle_is_sent_on_request_not_in_the_widget_state(dash):
     grid = dash.train.charts
     state = grid.get_state()
     assert "_bundle" not in state and len(json.dumps(state)) < 200_000
+    chartgrid._PAGES_SERVED.clear()
     sent = []
     grid.send = sent.append
     grid._on_message(grid, {"request": "something else"}, [])
     assert sent == []
-    grid._on_message(grid, {"request": "bundle"}, [])
-    assert sent[0] == {"bundle": grid._bundle_key, "javascript": chartgrid.bundle()[1]}
+    grid._on_message(grid, {"request": "bundle", "page": "p1"}, [])
+    assert sent == [{"bundle": grid._bundle_key, "javascript": chartgrid.bundle()[1]}]
+
+
+def test_chart_bundle_goes_once_per_page_view_and_repeats_are_ignored(dash):
+    """A client repeating the small request must not make the kernel send the 0.9 MB bundle again and again."""
+    from workbook.app import chartgrid
+
+    chartgrid._PAGES_SERVED.clear()
+    sent = []
+    for grid in (dash.train.charts, dash.serve.charts if dash.serve else dash.train.charts):
+        grid.send = sent.append
+        for _ in range(50):
+            grid._on_message(grid, {"request": "bundle", "page": "one-page-view"}, [])
+    assert len(sent) == 1
+    for page in range(100):  # forged page ids: bounded too
+        dash.train.charts._on_message(dash.train.charts, {"request": "bundle", "page": f"forged-{page}"}, [])
+    assert len(sent) == chartgrid.MAX_PAGE_VIEWS
+    chartgrid._PAGES_SERVED.clear()
+
+
+# --- No stale answers, every message shown, every message names the control in its unit. ---
+
+
+def _upload(dash, name, body):
+    dash.train.controls["price_file"].value = (
+        {"name": name, "content": memoryview(body), "type": "text/csv", "size": len(body)},
+    )
+
+
+def test_invalid_input_clears_the_answer_until_a_valid_scenario_is_computed():
+    dash = Dashboard()
+    assert "Train on" in dash.train.card.value and dash.train.link.value
+    dash.train.controls["budget_musd"].value = 2e6
+    status = dash.train.status.value
+    assert "Budget cap ($M, 0 = none): must be between" in status and "got 2e+06" in status
+    assert "Budget usd" not in status and "2e+12" not in status
+    assert "Train on" not in dash.train.card.value and "wb-stale" in dash.train.card.value
+    assert "wb-stale" in dash.train.table.value and dash.train.link.value == ""
+    assert dash.train.charts.layout.visibility == "hidden"
+    dash.train.prepare_downloads()
+    assert dash.train.downloads.value == ""  # no downloads of a previous answer
+    dash.train.controls["budget_musd"].value = 0
+    assert "Train on" in dash.train.card.value and dash.train.link.value and dash.train.status.value == ""
+    assert dash.train.charts.layout.visibility is None
+
+
+def test_a_bad_link_shows_all_its_messages_together_and_no_answer():
+    dash = Dashboard()
+    dash.apply_query("params_b=13&active_params_b=500&foo=1")
+    status = dash.train.status.value
+    assert "Active params (B): must not exceed the model size (13B), got 500B" in status
+    assert "unknown link parameter &#x27;foo&#x27; ignored" in status
+    assert "Train on" not in dash.train.card.value and dash.train.link.value == ""
+    dash.train.controls["active_params_b"].value = 5  # the user fixes it: the answer returns, the link note goes
+    assert "Train on" in dash.train.card.value and dash.train.status.value == ""
+
+
+def test_rejected_upload_after_a_good_one_is_reported_and_the_good_one_stays_in_use():
+    dash = Dashboard()
+    header = b"accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source\n"
+    _upload(dash, "ours.csv", header + b"tpu-v5p,gcp,on-demand,0.5,2026-11-01,our contract\n")
+    ours = dash.train.catalog
+    assert "Using your prices from ours.csv" in dash.train.status.value
+    _upload(dash, "bad.csv", header + b"tpu-v5p,gcp,on-demand,-2,2026-11-01,x y\n")
+    status = dash.train.status.value
+    assert "bad.csv line 2, column usd_per_chip_hour" in status and "still using your prices from ours.csv" in status
+    assert dash.train.catalog is ours
+    dash.train.controls["days"].value = 20  # an unrelated change keeps both the prices and the message
+    assert dash.train.catalog is ours and "still using your prices from ours.csv" in dash.train.status.value
+
+
+def test_oversized_upload_is_refused_with_a_message_naming_the_limit():
+    from workbook.app.upload import MAX_UPLOAD_BYTES
+
+    dash = Dashboard()
+    upload = dash.train.controls["price_file"]
+    before = dash.train.catalog
+    upload._on_message(upload, {"too_large": True, "name": "huge.csv", "size": 12 * 2**20}, [])
+    assert "huge.csv is 12.0 MiB, above the 5.0 MiB limit" in dash.train.status.value
+    # A client that skips the page's check and sends the bytes anyway gets the same answer.
+    upload._on_message(upload, {"upload": True, "name": "sneaky.csv"}, [memoryview(b"x" * (MAX_UPLOAD_BYTES + 1))])
+    assert "sneaky.csv is 5.0 MiB, above the 5.0 MiB limit" in dash.train.status.value
+    assert dash.train.catalog is before and "Train on" in dash.train.card.value
+
+
+def test_downloads_are_prepared_once_per_result(monkeypatch):
+    from workbook.app import views
+
+    dash = Dashboard()
+    calls = []
+    monkeypatch.setattr(views, "downloads", lambda *args: calls.append(dash.train.prepare.description) or "links")
+    for _ in range(10):
+        dash.train.prepare_downloads()
+    assert calls == ["Preparing..."] and dash.train.downloads.value == "links"
+    assert dash.train.prepare.description == "Prepare downloads" and not dash.train.prepare.disabled
+    dash.train.controls["days"].value = 21  # a new result needs new downloads
+    assert dash.train.downloads.value == ""
+    dash.train.prepare_downloads()
+    assert len(calls) == 2
+
+
+def test_serve_view_clears_its_answer_on_invalid_input():
+    dash = Dashboard()
+    dash.tabs.selected_index = 1
+    assert "Serve on" in dash.serve.card.value
+    dash.serve.controls["output_tokens"].max = 10_000_000
+    dash.serve.controls["output_tokens"].value = 5_000_000
+    assert dash.serve.status.value.count("Output tokens: must be between") == 1
+    assert "Serve on" not in dash.serve.card.value and dash.serve.charts.layout.visibility == "hidden"
+    dash.serve.controls["output_tokens"].value = 300
+    assert "Serve on" in dash.serve.card.value and dash.serve.status.value == ""

@@ -117,3 +117,54 @@ def test_report_command_writes_a_self_contained_page(cli, tmp_path):
     assert "Recommendation" in text and text.count("<svg") == len(train_charts.TEMPLATES) and "<script" not in text
     bad = cli("report", "--params", "7e9", "--out", str(tmp_path / "missing" / "r.html"))
     assert bad.returncode == 2 and "--out" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--mfu", "2"],
+        ["--cloud", "mars"],
+        ["--active-params", "500e9"],
+        ["--params", "nan"],
+        ["--json"],
+    ],
+)
+def test_rejected_report_leaves_an_existing_file_as_it_was(cli, tmp_path, bad):
+    out = tmp_path / "report.html"
+    out.write_text("the report from last week")
+    args = ["report", "--params", "13e9", *bad, "--out", str(out)]
+    result = cli(*args)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert bad[0] in result.stderr
+    assert out.read_text() == "the report from last week"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left behind
+
+
+def test_report_refuses_a_folder_as_out_before_any_work(cli, tmp_path):
+    result = cli("report", "--params", "7e9", "--out", str(tmp_path))
+    assert result.returncode == 2 and "--out" in result.stderr and "folder" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, flag, not_named",
+    [
+        (["train", "--params", "7e9", "--accelerator", "h100-sxm", "--mfu", "0.99"], "--mfu:", "--mfu-override"),
+        (["serve", "--params", "7e9", "--accelerator", "h100-sxm", "--rps", "1e12"], "--rps:", "--requests-per-s"),
+        (["train", "--params", "9e13", "--accelerator", "h100-sxm"], "--params:", "--tokens:"),
+        (["train", "--params", "7e9", "--tokens", "1e16", "--accelerator", "h100-sxm"], "--tokens:", "--params:"),
+    ],
+)
+def test_messages_name_the_flag_as_typed(cli, args, flag, not_named):
+    result = cli(*args)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"error: {flag}") and not_named not in result.stderr, result.stderr
+
+
+def test_mfu_help_states_the_range_the_check_accepts(cli):
+    from workbook.training.scenario import MFU_OVERRIDE_RANGE
+
+    low, high = MFU_OVERRIDE_RANGE
+    assert f"({low:g}-{high:g})" in " ".join(cli("train", "--help").stdout.split())
+    base = ["train", "--params", "7e9", "--accelerator", "h100-sxm", "--mfu"]
+    assert cli(*base, str(low)).returncode == 0 and cli(*base, str(high)).returncode == 0
+    assert cli(*base, str(high + 0.01)).returncode == 2 and cli(*base, str(low / 2)).returncode == 2

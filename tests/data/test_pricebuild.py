@@ -4,6 +4,8 @@ import datetime as dt
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from workbook import catalog
 from workbook.catalog import pricebuild
@@ -56,3 +58,169 @@ def test_output_passes_the_prices_schema(built, tmp_path):
 def test_empty_folder_is_a_clear_error(tmp_path):
     with pytest.raises(InputError, match="SOURCE_DIR"):
         pricebuild.build(tmp_path)
+
+
+# --- Rebuilds are transactions: a malformed or poisoned folder changes nothing and says where it is wrong. ---
+
+EXTRACT = (
+    "cloud,region,instance_type,accelerator,variant,accelerator_count,price_usd_per_hour,spot_price_usd_per_hour,"
+    "notes,source_file,source_commit\n"
+    "lambda,ALL,gpu_8x_h100,H100,SXM5 80GB,8,23.92,,,skypilot-catalog/lambda/vms.csv,abc123\n"
+    "nebius,eu-north1,gpu-h100-8,H100,SXM5 80GB,8,23.6,10,,skypilot-catalog/nebius/vms.csv,abc123\n"
+)
+COMMITMENTS = (
+    "cloud,accelerator,instance_or_sku,region,pricing_model,usd_per_chip_hour,as_of,source,notes\n"
+    "gcp,TPU-v5p,tpu-v5p (per chip),us-east5,commit-1y,2.94,2025-03-01,cloud.google.com/tpu/pricing,\n"
+)
+
+
+def _source(root):
+    """A small valid source folder: a SkyPilot catalog (aws, gcp), one extract and a commitments file."""
+    import shutil
+
+    shutil.copytree(FIXTURE, root)
+    (root / "lambda.csv").write_text(EXTRACT)
+    (root / "commitments.csv").write_text(COMMITMENTS)
+    return root
+
+
+def _rebuild(source, out, *extra):
+    import contextlib
+    import io
+
+    from workbook import cli
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(["data", "build-prices", str(source), "--out", str(out), "--as-of", "2026-11-01", *extra])
+    return code, err.getvalue()
+
+
+def _replace_cell(path, line, column, value):
+    rows = path.read_text().splitlines()
+    header = rows[0].split(",")
+    cells = rows[line - 1].split(",")
+    cells[header.index(column)] = value
+    rows[line - 1] = ",".join(cells)
+    path.write_text("\n".join(rows) + "\n")
+
+
+@pytest.mark.parametrize(
+    "file, line, column, value, named",
+    [
+        ("lambda.csv", 2, "price_usd_per_hour", "-23.92", "line 2, column price_usd_per_hour"),
+        ("lambda.csv", 3, "spot_price_usd_per_hour", "NaN", "line 3, column spot_price_usd_per_hour"),
+        ("lambda.csv", 2, "price_usd_per_hour", "9000", "line 2, column price_usd_per_hour"),  # $1125 per chip
+        ("lambda.csv", 2, "accelerator_count", "eight", "line 2, column accelerator_count"),
+        ("lambda.csv", 2, "accelerator_count", "0", "line 2, column accelerator_count"),
+        ("lambda.csv", 3, "cloud", "Nebius Cloud", "line 3, column cloud"),
+        ("commitments.csv", 2, "as_of", "March", "line 2, column as_of"),
+        ("commitments.csv", 2, "pricing_model", "weekly", "line 2, column pricing_model"),
+        ("gcp/vms.csv", 7, "AcceleratorName", "tpu-v5p-eight", "line 7, column AcceleratorName"),
+        ("aws/vms.csv", 2, "AcceleratorCount", "0", "line 2, column AcceleratorCount"),
+        ("aws/vms.csv", 3, "SpotPrice", "-1", "line 3, column SpotPrice"),
+    ],
+)
+def test_poisoned_cell_is_refused_naming_file_line_and_column(tmp_path, file, line, column, value, named):
+    source = _source(tmp_path / "src")
+    out = tmp_path / "prices.csv"
+    assert _rebuild(source, out)[0] == 0  # the clean folder builds
+    before = out.read_bytes()
+    _replace_cell(source / file, line, column, value)
+    code, err = _rebuild(source, out, "--force")
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{source / file} {named}" in err, err
+    assert out.read_bytes() == before
+
+
+def test_rebuild_keeps_a_backup_and_refuses_to_drop_most_rows_without_force(tmp_path):
+    out = tmp_path / "prices.csv"
+    shipped = (catalog.DATA_DIR / "prices.csv").read_bytes()
+    out.write_bytes(shipped)
+    source = _source(tmp_path / "src")
+    code, err = _rebuild(source, out)
+    assert code == 2 and "--force" in err and f"more than {pricebuild.MAX_DROP_SHARE:.0%}" in err
+    assert out.read_bytes() == shipped and not (tmp_path / "prices.csv.bak").exists()
+    code, err = _rebuild(source, out, "--force")
+    assert code == 0, err
+    assert (tmp_path / "prices.csv.bak").read_bytes() == shipped
+    rebuilt = catalog.read_table(out, catalog.schemas.Prices)
+    assert rebuilt.height == pricebuild.build(source, as_of=dt.date(2026, 11, 1)).height > 0
+    # A second rebuild of the same folder drops nothing, so it needs no --force.
+    assert _rebuild(source, out) == (0, "")
+
+
+def test_shipped_sources_rebuild_the_shipped_file_exactly(tmp_path):
+    """The committed data/prices.csv is what the builder makes of the committed sources (if they are here)."""
+    sources = catalog.DATA_DIR.parents[1] / "shared" / "data-sources" / "prices"
+    if not sources.is_dir():
+        pytest.skip("shared/data-sources/prices is not next to this checkout")
+    out = tmp_path / "prices.csv"
+    out.write_bytes((catalog.DATA_DIR / "prices.csv").read_bytes())
+    assert _rebuild(sources, out, str(catalog.DATA_DIR / "price-sources"))[0] == 0
+    assert out.read_bytes() == (catalog.DATA_DIR / "prices.csv").read_bytes()
+
+
+def _corrupt(root, kind, pick, value):
+    """Apply one corruption to a valid source folder (every one of them must be refused)."""
+    extract_columns = EXTRACT.splitlines()[0].split(",")
+    if kind == "extract_cell":
+        column = ["accelerator_count", "price_usd_per_hour", "spot_price_usd_per_hour", "cloud"][pick % 4]
+        bad = value if column != "cloud" else value.upper() + " x"
+        _replace_cell(root / "lambda.csv", 2 + pick % 2, column, bad or "-")
+    elif kind == "missing_column":
+        required = [c for c in extract_columns if c not in ("variant",)]
+        column = required[pick % len(required)]
+        lines = [line.split(",") for line in EXTRACT.splitlines()]
+        index = extract_columns.index(column)
+        (root / "lambda.csv").write_text("\n".join(",".join(c[:index] + c[index + 1 :]) for c in lines) + "\n")
+    elif kind == "binary":
+        (root / ["lambda.csv", "commitments.csv", "aws/vms.csv"][pick % 3]).write_bytes(bytes([0xFF, 0xFE, pick % 256]))
+    elif kind == "broken_quote":
+        (root / "lambda.csv").write_text(EXTRACT + 'lambda,ALL,"gpu_1x_h100,H100,SXM5,1,2.99,,,x,y\n')
+    elif kind == "folder_named_csv":
+        (root / f"x{pick}.csv").mkdir()
+    elif kind == "cloud_folder_name":
+        (root / "aws").rename(root / ["AWS", "my cloud", "_aws", "aws!"][pick % 4])
+    elif kind == "vms_cell":
+        column = ["AcceleratorCount", "Price", "SpotPrice"][pick % 3]
+        _replace_cell(root / "aws" / "vms.csv", 2, column, value or "0")
+    elif kind == "tpu_slice":
+        _replace_cell(root / "gcp" / "vms.csv", 7, "AcceleratorName", f"tpu-v5p-{value or 'x'}")
+    elif kind == "as_of":
+        _replace_cell(root / "commitments.csv", 2, "as_of", f"20{pick % 100:02d}-{value or 'x'}")
+
+
+BAD_VALUES = st.sampled_from(["-1", "0", "-0.0", "nan", "NaN", "inf", "-inf", "1e400", "eight", "1,5", "12x", "abc"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    kind=st.sampled_from(
+        [
+            "extract_cell",
+            "missing_column",
+            "binary",
+            "broken_quote",
+            "folder_named_csv",
+            "cloud_folder_name",
+            "vms_cell",
+            "tpu_slice",
+            "as_of",
+        ]
+    ),
+    pick=st.integers(0, 1000),
+    value=BAD_VALUES,
+)
+def test_any_malformed_folder_exits_2_with_one_line_and_leaves_prices_unchanged(tmp_path_factory, kind, pick, value):
+    root = tmp_path_factory.mktemp("malformed")
+    source = _source(root / "src")
+    out = root / "prices.csv"
+    out.write_bytes((catalog.DATA_DIR / "prices.csv").read_bytes())
+    before = out.read_bytes()
+    _corrupt(source, kind, pick, value)
+    code, err = _rebuild(source, out, "--force")
+    assert code == 2, (kind, pick, value)
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in root.iterdir()) == ["prices.csv", "src"]  # no backup, no temporary file left

@@ -5,6 +5,9 @@
 // imports it, once per page and bundle version. The bundle is not part of the widget's state, so the
 // page's first request for every widget's state stays small: ipywidgets gives that request 4 s.
 const modules = (globalThis.__workbookChartModules ??= new Map());
+// This page view's id: the kernel sends the bundle once per page view and ignores repeated requests.
+// (Not crypto.randomUUID: that needs a secure context, and the app may be served over plain http.)
+const pageId = (globalThis.__workbookPageId ??= `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`);
 
 function fetchBundle(model, key) {
   return new Promise((resolve, reject) => {
@@ -15,7 +18,7 @@ function fetchBundle(model, key) {
       import(url).then(resolve, reject).finally(() => URL.revokeObjectURL(url));
     };
     model.on("msg:custom", onMessage);
-    model.send({ request: "bundle" });
+    model.send({ request: "bundle", page: pageId });
   });
 }
 

@@ -11,7 +11,7 @@ import ipywidgets as w
 import polars as pl
 
 from workbook import serving
-from workbook.app import views
+from workbook.app import stale, views
 from workbook.app.chartgrid import ChartGrid
 from workbook.app.controls import STYLE, log_slider
 from workbook.catalog import Catalog
@@ -21,6 +21,8 @@ from workbook.errors import InputError
 from workbook.model.spec import ModelSpec
 
 WIDE = w.Layout(width="420px")
+# ServeScenario field -> the control that sets it (same unit; the sliders keep params within range).
+CONTROL_OF_FIELD = {"params": "params_b", "weight_precision": "precision", "requests_per_s": "rps", "clouds": "cloud"}
 
 
 class ServeView:
@@ -160,22 +162,28 @@ class ServeView:
                 headroom=v["headroom_pct"] / 100,
                 stack_choice=v["stack"],
             )
-        except InputError as err:
-            raise InputError(err.field.replace("_", " ").capitalize(), err.message) from None
+        except InputError as err:  # name the control as the page labels it, unit included
+            control = self.controls.get(CONTROL_OF_FIELD.get(err.field, err.field))
+            label = control.description if control is not None else err.field.replace("_", " ").capitalize()
+            raise InputError(label, err.message) from None
 
     def update(self) -> None:
+        """Recompute; on invalid input show the message and clear the answer (no previous answer beside it)."""
         try:
-            scenario = self.scenario_from_controls()
+            self._recompute(self.scenario_from_controls())
         except InputError as err:
-            self.status.value = views.message(str(err))
+            self._show_stale(str(err))
             return
-        self.status.value = ""
-        try:
-            self._recompute(scenario)
         except Exception as err:  # never a traceback in the page
-            self.status.value = views.message(
-                f"This serving scenario could not be computed ({type(err).__name__}: {err})."
-            )
+            self._show_stale(f"This serving scenario could not be computed ({type(err).__name__}: {err}).")
+            return
+        stale.show_fresh(self.charts)
+        self.status.value = ""
+
+    def _show_stale(self, error: str) -> None:
+        self.frame = None  # the train-then-serve chart must not be refreshed from a previous answer
+        stale.show_stale(self.card, self.table, self.charts)
+        self.status.value = stale.messages([error], [])
 
     def _recompute(self, scenario: serving.ServeScenario) -> None:
         self.scenario = scenario

@@ -56,9 +56,9 @@ class Dashboard:
         """Set the controls from a scenario link; values not accepted are reported and left at their defaults."""
         values, problems = links.parse(query, [c for c in self.train.controls["cloud"].options if c != "any"])
         mode = values.pop("mode", "train")
+        if problems:  # shown with any error the accepted values cause, until the user changes a control
+            self.train.notices["link"] = views.message("Link: " + "; ".join(problems))
         self.train.set_values(values)
-        if problems:
-            self.train.status.value = views.message("Link: " + "; ".join(problems))
         if mode == "serve":
             self.tabs.selected_index = 1
 

@@ -5,7 +5,7 @@ Units in the app are those a manager reads: billions of parameters and tokens, d
 
 from __future__ import annotations
 
-from workbook.errors import InputError
+from workbook.errors import InputError, check_number
 from workbook.training.scenario import (
     COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
     TODAYS_PRACTICE_TOKENS,
@@ -55,15 +55,31 @@ def tokens_b(values: dict) -> float:
     return TODAYS_PRACTICE_TOKENS / 1e9 if preset == "todays_practice" else values["tokens_b"]
 
 
+# Scenario field -> the control (key in DEFAULTS) that sets it, in the same unit; fields set in other units
+# (params, tokens, budget) are checked in the control's unit below, before the scenario sees them.
+CONTROL_OF_FIELD = {
+    "deadline_days": "days",
+    "mfu_override": "mfu_override",
+    "goodput_override": "goodput_override",
+    "usd_per_engineer_week": "usd_per_engineer_week",
+    "clouds": "cloud",
+}
+MAX_BUDGET_MUSD = 1e6  # $1T: the scenario's budget_usd bound, in the control's unit
+
+
 def scenario_from(values: dict) -> Scenario:
-    """Build the Scenario; raises InputError naming the control when a value is out of range."""
+    """Build the Scenario; raises InputError whose ``field`` is the control's key (``budget_musd``) and whose
+    message is in that control's unit, when a value is out of range."""
     v = {**DEFAULTS, **values}
     params = v["params_b"] * 1e9
     active = v["active_params_b"] * 1e9 if v["moe"] else params
     if v["moe"] and active > params:
-        raise InputError("Active parameters", f"must not exceed the model size ({v['params_b']:g}B)")
-    if v["budget_musd"] < 0:
-        raise InputError("Budget cap", "must be 0 (no cap) or a positive number of millions of USD")
+        raise InputError(
+            "active_params_b",
+            f"must not exceed the model size ({v['params_b']:g}B), got {v['active_params_b']:g}B",
+        )
+    if v["budget_musd"] != 0:
+        check_number("budget_musd", v["budget_musd"], 1e-6, MAX_BUDGET_MUSD)
     try:
         return Scenario(
             model=ModelSpec.from_params(params, active),
@@ -87,5 +103,5 @@ def scenario_from(values: dict) -> Scenario:
                 usd_per_engineer_week=v["usd_per_engineer_week"],
             ),
         )
-    except InputError as err:  # name the control the way the page labels it
-        raise InputError(err.field.replace("_", " ").capitalize(), err.message) from None
+    except InputError as err:  # name the control, not the scenario field
+        raise InputError(CONTROL_OF_FIELD.get(err.field, err.field), err.message) from None

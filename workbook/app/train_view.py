@@ -11,9 +11,10 @@ import ipywidgets as w
 import polars as pl
 
 from workbook import catalog as catalog_mod
-from workbook.app import links, state, views
+from workbook.app import links, stale, state, views
 from workbook.app.chartgrid import ChartGrid
 from workbook.app.controls import log_slider
+from workbook.app.upload import PriceUpload, mib
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.charts import training as charts
 from workbook.charts.common import template_specs
@@ -33,7 +34,6 @@ class TrainView:
 
     def __init__(self, catalog: catalog_mod.Catalog, mode: Callable[[], str], on_result: Callable[[], None]):
         self.catalog = catalog
-        self.base_catalog = catalog
         self.mode = mode
         self.on_result = on_result
         self.controls = self._controls()
@@ -43,12 +43,17 @@ class TrainView:
         self.charts = ChartGrid(template_specs(charts.TEMPLATES), layout=w.Layout(width="100%"))
         self.frame: pl.DataFrame | None = None
         self.scenario = None
+        self.stale = False  # the inputs are invalid: no answer is shown
+        self.notices: dict[str, str] = {}  # messages that outlive one computation ("link", "prices"), as HTML
+        self.prices_name: str | None = None  # the accepted price upload in use
+        self._prepared_for: pl.DataFrame | None = None  # the result whose downloads are on the page
         self._syncing = False
         self.widget = self._layout()
         for control in self.controls.values():
-            if not isinstance(control, w.FileUpload):
+            if not isinstance(control, PriceUpload):
                 control.observe(self._on_change, names="value")
         self.controls["price_file"].observe(self._on_price_file, names="value")
+        self.controls["price_file"].observe(self._on_price_file_too_large, names="rejected")
 
     def _controls(self) -> dict[str, w.Widget]:
         d = state.DEFAULTS
@@ -125,7 +130,7 @@ class TrainView:
             "usd_per_engineer_week": w.FloatText(
                 value=d["usd_per_engineer_week"], description="$ per engineer-week", style=style
             ),
-            "price_file": w.FileUpload(accept=".csv", multiple=False, description="Price overrides CSV"),
+            "price_file": PriceUpload(description="Price overrides CSV"),
         }
 
     def _layout(self) -> w.Widget:
@@ -172,10 +177,10 @@ class TrainView:
         )
         self.link = w.HTML()
         self.downloads = w.HTML()
-        prepare = w.Button(description="Prepare downloads", tooltip="table CSV, charts PNG/SVG, one-page report")
-        prepare.on_click(lambda _: self.prepare_downloads())
+        self.prepare = w.Button(description="Prepare downloads", tooltip="table CSV, charts PNG/SVG, one-page report")
+        self.prepare.on_click(lambda _: self.prepare_downloads())
         share = w.HBox(
-            [self.link, prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap")
+            [self.link, self.prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap")
         )
         right = w.VBox(
             [self.status, self.card, share, self.charts, w.HTML("<h3>All options</h3>"), self.table],
@@ -194,17 +199,29 @@ class TrainView:
         self._on_change(None)
 
     def prepare_downloads(self) -> None:
-        """Table as CSV, each chart as PNG and SVG, and the one-page report, as data links (offline)."""
-        if self.scenario is None or self.frame is None:
+        """Table as CSV, each chart as PNG and SVG, and the one-page report, as data links (offline).
+
+        Once per result: the button shows "Preparing..." and is disabled meanwhile, and clicks queued while the
+        kernel worked (measured before: ten clicks held the kernel for 19 s) find the downloads already there."""
+        if self.stale or self.frame is None or self._prepared_for is self.frame:
             return
-        self.downloads.value = views.downloads(self.frame.select(options.OUTPUT_COLUMNS), self.scenario, self.catalog)
+        self.prepare.disabled, self.prepare.description = True, "Preparing..."
+        try:
+            self.downloads.value = views.downloads(
+                self.frame.select(options.OUTPUT_COLUMNS), self.scenario, self.catalog
+            )
+            self._prepared_for = self.frame
+        finally:
+            self.prepare.disabled, self.prepare.description = False, "Prepare downloads"
 
     def values(self) -> dict:
-        return {k: c.value for k, c in self.controls.items() if not isinstance(c, w.FileUpload)}
+        return {k: c.value for k, c in self.controls.items() if not isinstance(c, PriceUpload)}
 
     def _on_change(self, change) -> None:
         if self._syncing:
             return
+        if change is not None:  # the user moved on from the link they opened: its notes no longer apply
+            self.notices.pop("link", None)
         c = self.controls
         c["active_params_b"].disabled = not c["moe"].value
         c["tokens_b"].disabled = c["tokens_preset"].value != "custom"
@@ -216,7 +233,11 @@ class TrainView:
                 self._syncing = False
         self.update()
 
+    def _prices_in_use(self) -> str:
+        return f"your prices from {self.prices_name}" if self.prices_name else "the shipped prices"
+
     def _on_price_file(self, change) -> None:
+        """A rejected file is reported and changes nothing: the prices in use stay, and the page says which."""
         files = change["new"]
         if not files:
             return
@@ -226,26 +247,52 @@ class TrainView:
             target.write_bytes(bytes(upload["content"]))
             try:
                 self.catalog = catalog_mod.load(price_overrides=target)
+                self.prices_name = upload["name"]
+                self.notices["prices"] = views.message(f"Using your prices from {upload['name']}.", "info")
             except DataError as err:
-                self.catalog = self.base_catalog
-                self.status.value = views.message(str(err).replace(str(target), upload["name"]))
-                return
-        self.status.value = views.message(f"Using your prices from {upload['name']}.", "info")
-        self.update(keep_status=True)
+                problem = str(err).replace(str(target), upload["name"])
+                self.notices["prices"] = views.message(
+                    f"Price overrides CSV: {problem}. The file was not used; still using {self._prices_in_use()}."
+                )
+        self.update()
 
-    def update(self, keep_status: bool = False) -> None:
-        """Recompute everything from the current control values; show a message instead of failing."""
+    def _on_price_file_too_large(self, change) -> None:
+        if not change["new"]:
+            return
+        name, size = change["new"]["name"], change["new"]["size"]
+        limit = self.controls["price_file"].max_bytes
+        self.notices["prices"] = views.message(
+            f"Price overrides CSV: {name} is {mib(size)}, above the {mib(limit)} limit, so it was not used; "
+            f"still using {self._prices_in_use()}."
+        )
+        self.update()
+
+    def _label(self, field: str) -> str:
+        """The control's label as the page shows it, units included ("Budget cap ($M, 0 = none)")."""
+        control = self.controls.get(field)
+        return control.description if control is not None else field.replace("_", " ").capitalize()
+
+    def update(self) -> None:
+        """Recompute everything from the current control values; on invalid input show every current message and
+        clear the answer (never a previous answer beside the message, never a traceback)."""
         try:
             scenario = state.scenario_from(self.values())
-        except InputError as err:
-            self.status.value = views.message(str(err))
-            return
-        if not keep_status:
-            self.status.value = ""
-        try:
             self._recompute(scenario)
+        except InputError as err:
+            self._show_stale(f"{self._label(err.field)}: {err.message}")
+            return
         except Exception as err:  # the page must never show a traceback; the message names what failed
-            self.status.value = views.message(f"This scenario could not be computed ({type(err).__name__}: {err}).")
+            self._show_stale(f"This scenario could not be computed ({type(err).__name__}: {err}).")
+            return
+        self.stale = False
+        stale.show_fresh(self.charts)
+        self.status.value = stale.messages([], list(self.notices.values()))
+        self.on_result()
+
+    def _show_stale(self, error: str) -> None:
+        self.stale = True
+        stale.show_stale(self.card, self.table, self.charts, self.link, self.downloads)
+        self.status.value = stale.messages([error], list(self.notices.values()))
 
     def _recompute(self, scenario) -> None:
         self.scenario = scenario
@@ -265,4 +312,3 @@ class TrainView:
         )
         self.link.value = views.share_link(links.build(self.values(), self.mode()))
         self.downloads.value = ""
-        self.on_result()

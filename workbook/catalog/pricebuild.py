@@ -23,19 +23,29 @@ should not be used are kept with ``excluded=true`` and a ``flag`` saying why):
   rows into ``superseded`` ones and add a derived post-event row, unless a directly quoted newer row exists;
 * when the same key (accelerator, cloud, region, instance, pricing model) appears more than once,
   the newest row is used and the older ones are ``superseded``.
+
+A rebuild is a transaction (:func:`rebuild`): every source cell is checked as it is read (a bad one is
+reported with its file, CSV line and column), the built table is checked against the same schema the
+loader uses (a failing row is traced back to the source line it came from), written to a temporary
+file that is read back with the loader, and only then put in place of the previous file, which is kept
+as ``prices.csv.bak``. A rebuild that would drop more than ``MAX_DROP_SHARE`` of the current rows
+(a partial or wrong folder) is refused unless forced.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import math
 import re
 from pathlib import Path
 
+import pandera.polars as pa
 import polars as pl
 
-from workbook.catalog.loading import DATA_DIR, read_table
-from workbook.catalog.schemas import PriceEvents
-from workbook.errors import InputError
+from workbook import files
+from workbook.catalog import loading, schemas
+from workbook.errors import DataError, InputError
 
 # Accelerator names used by SkyPilot and by the extracted rows -> our ids. Variant text decides
 # between SXM and PCIe parts; names absent here (H100-NVL, A100 80GB PCIe ...) are skipped.
@@ -86,6 +96,47 @@ EXTRACT_AS_OF_NOTE = (
 )
 SUSPECT_RATIO = 0.6
 PLACEHOLDER_USD = 700.0
+# A rebuild may replace prices, but one that loses more than this share of the current file's keys (accelerator,
+# cloud, region, instance, pricing model) is far more likely a partial or wrong folder than a market change.
+MAX_DROP_SHARE = 0.25
+# Columns each source format must have (others are ignored).
+EXTRACT_COLUMNS = (
+    "cloud",
+    "region",
+    "instance_type",
+    "accelerator",
+    "variant",
+    "accelerator_count",
+    "price_usd_per_hour",
+    "spot_price_usd_per_hour",
+    "notes",
+    "source_file",
+    "source_commit",
+)
+COMMITMENT_COLUMNS = (
+    "cloud",
+    "accelerator",
+    "instance_or_sku",
+    "region",
+    "pricing_model",
+    "usd_per_chip_hour",
+    "as_of",
+    "source",
+    "notes",
+)
+SKYPILOT_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Region", "Price", "SpotPrice")
+# Output column -> the source column it comes from, per format (to trace a failing built row to its cell).
+ORIGIN_COLUMNS = {
+    "extract": {"accelerator_id": "accelerator", "chips_per_instance": "accelerator_count", "source": "source_file"},
+    "commitments": {"accelerator_id": "accelerator", "instance_type": "instance_or_sku"},
+    "skypilot": {
+        "accelerator_id": "AcceleratorName",
+        "chips_per_instance": "AcceleratorCount",
+        "region": "Region",
+        "instance_type": "InstanceType",
+        "cloud": "folder name",
+    },
+}
 COLUMNS = [
     "accelerator_id",
     "cloud",
@@ -124,7 +175,21 @@ def tpu_slice_chips(slice_name: str) -> int:
     return max(1, count // cores_per_chip)
 
 
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """Where a built row comes from: its source file and CSV line, the format, and the column holding its price."""
+
+    path: Path
+    index: int  # 0-based data row; the CSV line is index + 2 (header = line 1)
+    kind: str  # a key of ORIGIN_COLUMNS
+    price_column: str
+
+    def cell(self, column: str) -> str:
+        return f"{self.path} line {self.index + 2}, column {column}"
+
+
 def _quote(
+    origin,
     cloud,
     region,
     instance,
@@ -156,20 +221,52 @@ def _quote(
         "secondary_source": secondary,
         "source": source,
         "notes": notes or None,
+        "_origin": origin,  # replaced by its index in the row list when the frame is built
     }
 
 
-def _read(path: Path) -> pl.DataFrame:
-    return pl.read_csv(path, infer_schema=False, empty_string_is_null=False)
+def _read(path: Path, required: tuple[str, ...] = ()) -> pl.DataFrame:
+    """A source CSV as strings (missing cells ""); unreadable files and missing columns raise DataError."""
+    if not path.is_file():
+        raise DataError(f"{path}: is not a file (a folder or a special file cannot be a price source)")
+    try:
+        content = path.read_bytes()
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = content[: err.start].count(b"\n") + 1
+        raise DataError(f"{path} line {line}: not UTF-8 text (byte {err.start})") from None
+    try:
+        frame = pl.read_csv(content, infer_schema=False, empty_string_is_null=False)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
+    return frame.with_columns(pl.all().fill_null(""))
+
+
+def _number(origin: Origin, column: str, text: str, integer: bool = False) -> float:
+    """A source cell as a positive finite number (a whole one if ``integer``), else DataError naming the cell."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
+        kind = "a whole number of at least 1" if integer else "a positive number"
+        raise DataError(f"{origin.cell(column)}: {text!r} is not {kind}")
+    return value
 
 
 def _from_extract(path: Path) -> list[dict]:
     rows = []
-    for r in _read(path).iter_rows(named=True):
+    for index, r in enumerate(_read(path, EXTRACT_COLUMNS).iter_rows(named=True)):
         accel = _accelerator_id(r["accelerator"], r["variant"])
         if accel is None:
             continue
-        chips = int(r["accelerator_count"])
+        chips = int(_number(Origin(path, index, "extract", ""), "accelerator_count", r["accelerator_count"], True))
         gcp_tpu = r["accelerator"].lower().startswith("tpu")
         basis = (
             "GPU + host VM"
@@ -182,43 +279,47 @@ def _from_extract(path: Path) -> list[dict]:
         source = f"{r['source_file']} @ {r['source_commit']} (extract in shared/data-sources/prices/{path.name})"
         notes = f"{r['notes']}; as-of approximate: {EXTRACT_AS_OF_NOTE}".lstrip("; ")
         common = (r["cloud"], r["region"], r["instance_type"], accel, chips)
-        if r["price_usd_per_hour"]:
-            rows.append(
-                _quote(*common, r["price_usd_per_hour"], "on-demand", EXTRACT_AS_OF, True, source, basis, notes, flag)
-            )
-        if r["spot_price_usd_per_hour"]:
-            rows.append(
-                _quote(*common, r["spot_price_usd_per_hour"], "spot", EXTRACT_AS_OF, True, source, basis, notes, flag)
-            )
+        for column, model in (("price_usd_per_hour", "on-demand"), ("spot_price_usd_per_hour", "spot")):
+            if r[column].strip():
+                origin = Origin(path, index, "extract", column)
+                usd = _number(origin, column, r[column])
+                rows.append(_quote(origin, *common, usd, model, EXTRACT_AS_OF, True, source, basis, notes, flag))
     return rows
+
+
+def _as_of(origin: Origin, text: str) -> tuple[dt.date, bool]:
+    """(date, approximate): ``YYYY-MM-DD``; ``YYYY-MM`` read as the first of the month; ``unknown`` for undated AWS
+    Capacity Block rows, which come from a page that announced its next update for 2025-01-01."""
+    if text == "unknown":
+        return dt.date(2024, 12, 31), True
+    try:
+        return (dt.date.fromisoformat(text), False) if len(text) == 10 else (dt.date.fromisoformat(text + "-01"), True)
+    except ValueError:
+        raise DataError(f"{origin.cell('as_of')}: {text!r} is not a date (YYYY-MM-DD, YYYY-MM or unknown)") from None
 
 
 def _from_commitments(path: Path) -> list[dict]:
     rows = []
-    for r in _read(path).iter_rows(named=True):
+    for index, r in enumerate(_read(path, COMMITMENT_COLUMNS).iter_rows(named=True)):
         accel = _accelerator_id(r["accelerator"].replace("-Mega", "-MEGA"))
         if accel is None or "skypilot-catalog" in r["source"]:
             continue  # mixed-GPU market rows; catalog rows already come from the per-cloud extracts
-        approx = len(r["as_of"]) != 10  # "unknown" or a month ("2026-10")
-        # Undated AWS Capacity Block rows come from a page that announced its next update for 2025-01-01;
-        # month-only dates are read as the first of the month.
-        as_of = (
-            dt.date(2024, 12, 31)
-            if r["as_of"] == "unknown"
-            else dt.date.fromisoformat(r["as_of"] if not approx else r["as_of"] + "-01")
-        )
+        origin = Origin(path, index, "commitments", "usd_per_chip_hour")
+        as_of, approx = _as_of(origin, r["as_of"])
+        usd = _number(origin, "usd_per_chip_hour", r["usd_per_chip_hour"])
         flag = "gpu_only: host VM price missing, understates cost" if "host VM excluded" in r["notes"] else None
         secondary = "secondary figure" in r["notes"]  # how the extract marks second-hand quotes
         if secondary:
             r["notes"] += " (secondary source, not the vendor's price list)"
         rows.append(
             _quote(
+                origin,
                 r["cloud"],
                 r["region"],
                 r["instance_or_sku"],
                 accel,
                 1,
-                r["usd_per_chip_hour"],
+                usd,
                 r["pricing_model"],
                 as_of,
                 approx,
@@ -232,16 +333,34 @@ def _from_commitments(path: Path) -> list[dict]:
     return rows
 
 
+def _checked_skypilot(path: Path) -> pl.DataFrame:
+    """``vms.csv`` with every price a positive number (or empty) and accelerator counts whole, else DataError."""
+    frame = _read(path, SKYPILOT_COLUMNS).with_row_index("_i")
+    for r in frame.iter_rows(named=True):
+        for column in ("Price", "SpotPrice"):
+            if r[column].strip():
+                _number(Origin(path, r["_i"], "skypilot", column), column, r[column])
+        if r["AcceleratorName"]:
+            _number(Origin(path, r["_i"], "skypilot", ""), "AcceleratorCount", r["AcceleratorCount"], True)
+    return frame.with_columns(
+        pl.col("Price").cast(pl.Float64, strict=False), pl.col("SpotPrice").cast(pl.Float64, strict=False)
+    )
+
+
 def _skypilot_rows(path: Path, cloud: str, as_of: dt.date) -> list[dict]:
     """One cloud's SkyPilot ``vms.csv``: min spot over zones, GCP GPU + host, TPU slices per chip."""
-    frame = _read(path)
+    if not re.match(schemas.SLUG, cloud):
+        raise DataError(f"{path}: folder name {cloud!r} is not a cloud id (lowercase letters, digits, '.' and '-')")
     source = f"skypilot-catalog {cloud}/vms.csv (user-supplied folder {path.parent.parent})"
     per_region = (
-        frame.with_columns(
-            pl.col("Price").cast(pl.Float64, strict=False), pl.col("SpotPrice").cast(pl.Float64, strict=False)
-        )
+        _checked_skypilot(path)
         .group_by("InstanceType", "AcceleratorName", "AcceleratorCount", "Region")
-        .agg(pl.col("Price").max(), pl.col("SpotPrice").min())
+        .agg(
+            pl.col("Price").max(),
+            pl.col("SpotPrice").min(),
+            pl.col("_i").filter(pl.col("Price") == pl.col("Price").max()).first().alias("_price_i"),
+            pl.col("_i").filter(pl.col("SpotPrice") == pl.col("SpotPrice").min()).first().alias("_spot_i"),
+        )
     )
     hosts = {
         (r["InstanceType"], r["Region"]): r
@@ -255,6 +374,7 @@ def _skypilot_rows(path: Path, cloud: str, as_of: dt.date) -> list[dict]:
         accel = _accelerator_id(name)
         if accel is None:
             continue
+        origin = Origin(path, r["_price_i"], "skypilot", "Price")
         instance, basis, flag, price, spot = (
             r["InstanceType"],
             "instance price / chips",
@@ -263,7 +383,10 @@ def _skypilot_rows(path: Path, cloud: str, as_of: dt.date) -> list[dict]:
             r["SpotPrice"],
         )
         if name.lower().startswith("tpu"):
-            chips, instance, basis = tpu_slice_chips(name), name, "slice price / chips"
+            try:
+                chips, instance, basis = tpu_slice_chips(name), name, "slice price / chips"
+            except ValueError as err:
+                raise DataError(f"{origin.cell('AcceleratorName')}: {err}") from None
         else:
             chips = int(float(r["AcceleratorCount"]))
             if cloud == "gcp" and not instance:
@@ -277,9 +400,12 @@ def _skypilot_rows(path: Path, cloud: str, as_of: dt.date) -> list[dict]:
                     price += host["Price"]
                     spot = None if spot is None or host["SpotPrice"] is None else spot + host["SpotPrice"]
         common = (cloud, r["Region"], instance, accel, chips)
-        rows.append(_quote(*common, price, "on-demand", as_of, False, source, basis, None, flag))
+        rows.append(_quote(origin, *common, price, "on-demand", as_of, False, source, basis, None, flag))
         if spot:
-            rows.append(_quote(*common, spot, "spot", as_of, False, source, basis, "min spot over zones", flag))
+            spot_origin = Origin(path, r["_spot_i"], "skypilot", "SpotPrice")
+            rows.append(
+                _quote(spot_origin, *common, spot, "spot", as_of, False, source, basis, "min spot over zones", flag)
+            )
     return rows
 
 
@@ -315,9 +441,8 @@ def _apply_rules(frame: pl.DataFrame) -> pl.DataFrame:
         pl.col("pricing_model").is_in(["on-demand", "spot"]) & (pl.col("_spot") > pl.col("_od")),
         "spot_above_on_demand: columns look swapped or a discounted SKU",
     ).drop("_od", "_spot")
-    for cloud, prefix, model, day, factor, source, _ in read_table(
-        DATA_DIR / "price_events.csv", PriceEvents
-    ).iter_rows():
+    events = loading.read_table(loading.DATA_DIR / "price_events.csv", schemas.PriceEvents)
+    for cloud, prefix, model, day, factor, source, _ in events.iter_rows():
         stale = (
             (pl.col("cloud") == cloud)
             & pl.col("instance_type").str.starts_with(prefix)
@@ -343,50 +468,140 @@ def _apply_rules(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.filter(best).unique(subset=key + ["as_of"], keep="first", maintain_order=True)
 
 
-def _rows(root: Path, as_of: dt.date | None) -> list[dict]:
-    if not root.is_dir():
-        raise InputError("SOURCE_DIR", f"{root} is not a folder")
-    rows: list[dict] = []
+def _sources(root: Path) -> tuple[list[tuple[str, Path]], list[str]]:
+    """(format, path) of every price source under ``root``, and the names of CSV files that are not one."""
+    found, skipped = [], []
     for path in sorted(root.glob("*.csv")):
-        header = path.open(encoding="utf8").readline()
         if path.name == "commitments.csv":
-            rows += _from_commitments(path)
-        elif header.startswith("cloud,region,instance_type,accelerator"):
-            rows += _from_extract(path)
-    for path in sorted(root.glob("*/vms.csv")):
-        rows += _skypilot_rows(path, path.parent.name, as_of or dt.date.today())
-    if not rows:
-        raise InputError(
-            "SOURCE_DIR",
-            f"no price files found in {root} (expected <cloud>.csv extracts, "
-            "commitments.csv, or SkyPilot <cloud>/vms.csv folders)",
+            found.append(("commitments", path))
+        elif path.is_file() and not {"instance_type", "price_usd_per_hour"} & set(_read(path).columns):
+            skipped.append(path.name)  # e.g. summary_per_accelerator.csv: a summary, not price rows
+        else:
+            found.append(("extract", path))
+    found += [("skypilot", path) for path in sorted(root.glob("*/vms.csv"))]
+    return found, skipped
+
+
+def _check_built(frame: pl.DataFrame, origins: list[Origin]) -> None:
+    """Validate the built rows with the loader's schema; a failure names the source cell the row came from."""
+    try:
+        schemas.Prices.validate(frame.select(COLUMNS), lazy=True)
+    except pa.errors.SchemaErrors as err:
+        cases = err.failure_cases.sort("index", nulls_last=True)
+        first = cases.row(0, named=True)
+        if first["index"] is None:
+            raise DataError(f"built prices: column {first['column']} fails {first['check']}") from None
+        row = frame.row(first["index"], named=True)
+        origin = origins[row["_origin"]]
+        column = first["column"]
+        source_column = (
+            origin.price_column if column == "usd_per_chip_hour" else ORIGIN_COLUMNS[origin.kind].get(column, column)
         )
-    return rows
+        raise DataError(
+            f"{origin.cell(source_column)}: gives {column} = {row[column]!r}, which fails the prices schema "
+            f"({first['check']})"
+        ) from None
 
 
 def build(*source_dirs: Path | str, as_of: dt.date | None = None) -> pl.DataFrame:
-    """Read every recognised source file under each of ``source_dirs`` and return the cleaned price table.
+    """Read every recognised source file under each of ``source_dirs`` and return the cleaned, schema-checked
+    price table. The shipped table is built from the shared extracts plus this repository's ``data/price-sources``
+    (rows sourced after the extract, in the ``commitments.csv`` format).
 
-    The shipped table is built from ``../shared/data-sources/prices`` plus this repository's
-    ``data/price-sources`` (rows sourced after the shared extract, same ``commitments.csv`` format).
-    """
-    rows = [row for root in source_dirs for row in _rows(Path(root), as_of)]
+    A malformed source raises :class:`DataError` naming its file, CSV line and column."""
+    return _build([Path(root) for root in source_dirs], as_of)[0]
+
+
+def _build(roots: list[Path], as_of: dt.date | None) -> tuple[pl.DataFrame, list[str]]:
+    rows: list[dict] = []
+    skipped: list[str] = []
+    for root in roots:
+        found, unread = _read_root(root, as_of)
+        rows += found
+        skipped += unread
+    origins = [row["_origin"] for row in rows]
     frame = pl.DataFrame(rows, schema_overrides={"as_of": pl.Date, "flag": pl.String, "notes": pl.String})
-    return (
-        _apply_rules(frame)
-        .select(COLUMNS)
-        .sort(
-            "accelerator_id",
-            "cloud",
-            "pricing_model",
-            "region",
-            "as_of",
-            "instance_type",
-            "usd_per_chip_hour",
-            "excluded",
+    frame = _apply_rules(frame.with_columns(_origin=pl.int_range(pl.len())))
+    sort = ["accelerator_id", "cloud", "pricing_model", "region", "as_of", "instance_type", "usd_per_chip_hour"]
+    frame = frame.sort(*sort, "excluded")
+    _check_built(frame, origins)
+    return frame.select(COLUMNS), skipped
+
+
+def _read_root(root: Path, as_of: dt.date | None) -> tuple[list[dict], list[str]]:
+    """The rows of every recognised source file under ``root`` and the names of the files it skipped."""
+    if not root.is_dir():
+        raise InputError("SOURCE_DIR", f"{root} is not a folder")
+    sources, skipped = _sources(root)
+    rows: list[dict] = []
+    for kind, path in sources:
+        if kind == "commitments":
+            rows += _from_commitments(path)
+        elif kind == "extract":
+            rows += _from_extract(path)
+        else:
+            rows += _skypilot_rows(path, path.parent.name, as_of or dt.date.today())
+    if not rows:
+        raise InputError(
+            "SOURCE_DIR",
+            f"no price rows found in {root} (expected <cloud>.csv extracts, "
+            "commitments.csv, or SkyPilot <cloud>/vms.csv folders)",
         )
-    )
+    return rows, skipped
 
 
 def write(frame: pl.DataFrame, out: Path | str) -> None:
     frame.with_columns(pl.col("usd_per_chip_hour").round(5)).write_csv(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rebuild:
+    """What :func:`rebuild` did: the new table, the current rows it replaced without a same-key row, the files
+    it did not read, and where the previous file was kept."""
+
+    frame: pl.DataFrame
+    dropped_rows: int
+    previous_rows: int
+    skipped: list[str]
+    backup: Path | None
+
+
+def _current(out: Path) -> pl.DataFrame | None:
+    """The file about to be replaced, if it is there and loads (a broken one has nothing to lose)."""
+    try:
+        return loading.read_table(out, schemas.Prices) if out.is_file() else None
+    except DataError:
+        return None
+
+
+def rebuild(
+    source_dirs: list[Path | str], out: Path | str, as_of: dt.date | None = None, force: bool = False
+) -> Rebuild:
+    """Build, validate and atomically replace ``out``; the previous file is kept as ``out + ".bak"``.
+
+    Refused (nothing written) when a source is malformed, when the written file does not load with the
+    loader's schema, or when more than ``MAX_DROP_SHARE`` of the current rows' keys would disappear and
+    ``force`` is false."""
+    out = files.check_target(out, "--out")
+    frame, skipped = _build([Path(root) for root in source_dirs], as_of)
+    current = _current(out)
+    existed = out.is_file()
+    dropped = 0 if current is None else current.join(frame, on=loading.PRICE_KEY, how="anti").height
+    if current is not None and dropped > MAX_DROP_SHARE * current.height and not force:
+        raise InputError(
+            "--force",
+            f"this rebuild would drop {dropped} of the {current.height} rows in {out} (more than "
+            f"{MAX_DROP_SHARE:.0%}); check SOURCE_DIR, or pass --force to replace them (a backup is kept)",
+        )
+    with files.replacing(out, "--out", backup=True) as tmp:
+        write(frame, tmp)
+        try:
+            written = loading.read_table(tmp, schemas.Prices)
+            known = loading.read_table(loading.DATA_DIR / "accelerators.csv", schemas.Accelerators)
+            loading._unknown_ids(written, known["accelerator_id"].to_list(), str(tmp))
+        except DataError as err:
+            raise DataError(
+                f"{out}: the rebuilt file would not load ({str(err).replace(str(tmp), 'new file')})"
+            ) from None
+    backup = out.with_name(out.name + files.BACKUP_SUFFIX) if existed else None
+    return Rebuild(frame, dropped, 0 if current is None else current.height, skipped, backup)

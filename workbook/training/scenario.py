@@ -19,6 +19,7 @@ __all__ = [
     "COMPUTE_OPTIMAL_TOKENS_PER_PARAM",
     "PLATFORMS",
     "TODAYS_PRACTICE_TOKENS",
+    "MFU_OVERRIDE_RANGE",
     "Assumptions",
     "Constraints",
     "ModelSpec",
@@ -42,6 +43,7 @@ PLATFORM_LABELS = {
     "amd": "ROCm on AMD",
     "trainium": "Neuron on Trainium",
 }
+MFU_OVERRIDE_RANGE = (0.01, 0.95)  # accepted user MFU (published large runs sit at ~0.2-0.6)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +71,7 @@ class Assumptions:
 
     def __post_init__(self):
         if self.mfu_override is not None:
-            _number("mfu_override", self.mfu_override, 0.01, 0.95)
+            _number("mfu_override", self.mfu_override, *MFU_OVERRIDE_RANGE)
         if self.goodput_override is not None:
             _number("goodput_override", self.goodput_override, 0.1, 1.0)
         _number("zero_stage", self.zero_stage, 0, 3, integer=True)
