@@ -92,7 +92,8 @@ def _rebuild(source, out, *extra):
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = cli.main(["data", "build-prices", str(source), "--out", str(out), "--as-of", "2026-11-01", *extra])
+        sources = [str(s) for s in source] if isinstance(source, list) else [str(source)]
+        code = cli.main(["data", "build-prices", *sources, "--out", str(out), "--as-of", "2026-11-01", *extra])
     return code, err.getvalue()
 
 
@@ -157,7 +158,7 @@ def test_shipped_sources_rebuild_the_shipped_file_exactly(tmp_path):
         pytest.skip("shared/data-sources/prices is not next to this checkout")
     out = tmp_path / "prices.csv"
     out.write_bytes((catalog.DATA_DIR / "prices.csv").read_bytes())
-    assert _rebuild(sources, out, str(catalog.DATA_DIR / "price-sources"))[0] == 0
+    assert _rebuild([sources, catalog.DATA_DIR / "price-sources"], out)[0] == 0
     assert out.read_bytes() == (catalog.DATA_DIR / "prices.csv").read_bytes()
 
 

@@ -172,7 +172,11 @@ def tpu_slice_chips(slice_name: str) -> int:
         raise ValueError(f"not a TPU slice name: {slice_name!r}")
     generation, count = match.group(1), int(match.group(2))
     cores_per_chip = 2 if generation in ("v2", "v3", "v4", "v5p") else 1
-    return max(1, count // cores_per_chip)
+    if count < cores_per_chip or count % cores_per_chip:
+        raise ValueError(
+            f"not a TPU slice name: {slice_name!r} (a {generation} slice counts {cores_per_chip} per chip)"
+        )
+    return count // cores_per_chip
 
 
 @dataclasses.dataclass(frozen=True)
