@@ -10,7 +10,6 @@ import datetime as dt
 import html
 
 import polars as pl
-import vl_convert as vlc
 
 from workbook import catalog as catalog_mod
 from workbook.charts import training as charts
@@ -99,6 +98,8 @@ def render(scenario: Scenario, catalog: catalog_mod.Catalog | None = None) -> st
     cal = calibration_mod.fit(cat)
     main, built = chart_specs(scenario, cat)
     rec: Recommendation = recommend(main, scenario.framework)
+    import vl_convert as vlc  # the SVG engine loads only when a report is written (not in every CLI or app process)
+
     svgs = "".join(f"<div>{vlc.vegalite_to_svg(chart.to_dict())}</div>" for chart in built.values())
     reasons = "".join(f"<li>{html.escape(r)}</li>" for r in rec.reasons)
     scenario_table = "".join(
