@@ -152,7 +152,6 @@ def build(grid: Grid, catalog: catalog_mod.Catalog | None = None) -> dict:
         serve.append(_serving_rows(frame, option, reason))
     return {
         "axes": grid.axes(),
-        "frontier_days": FRONTIER_DAYS,
         "accelerators": accelerators.select("name", "kind").rows(),
         "clouds": clouds.items,
         "pricing": pricing.items,
