@@ -171,8 +171,8 @@ def main() -> None:
         print(f"target {label:38s} {value:8.2f}{unit}  {'met' if value <= target else 'NOT met'}")
     static = static_page()
     print(
-        f"static page: {static['size_mb']:.1f} MB, built in {static['build_s']:.0f} s; file open -> charts "
-        f"{static['open_s']:.2f} s; control -> both charts redrawn median {static['slider_ms']:.1f} ms, p90 "
+        f"static page: {static['size_mb']:.1f} MB, built in {static['build_s']:.0f} s; Chromium start + file open -> "
+        f"charts {static['open_s']:.2f} s; control -> both charts redrawn median {static['slider_ms']:.1f} ms, p90 "
         f"{static['slider_p90_ms']:.1f} ms over {static['moves']} moves; requests leaving the file: {static['outside']}"
     )
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
