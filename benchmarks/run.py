@@ -9,16 +9,20 @@ on the Train and Serve tabs (no browser: benchmarks/browser.py times the page).
 from __future__ import annotations
 
 import itertools
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from workbook import catalog
+from workbook.catalog import loading
 from workbook.training import calibration, options, recommend
 from workbook.training.scenario import ModelSpec, Scenario
 
 REPEATS = 30
+EVALUATE_TARGET_MS = 5  # issue 18
 
 
 def timed(fn, repeats=REPEATS):
@@ -30,10 +34,29 @@ def timed(fn, repeats=REPEATS):
     return statistics.median(samples) * 1000, result
 
 
+def load_from(cache: str) -> catalog.Catalog:
+    """catalog.load() in a new process's state: nothing validated in memory, ``cache`` as the on-disk cache."""
+    os.environ["WORKBOOK_CACHE_DIR"] = cache
+    loading._VALIDATED.clear()
+    return catalog.load()
+
+
 def main() -> None:
-    load_ms, cat = timed(catalog.load, 5)
+    user_cache = os.environ.get("WORKBOOK_CACHE_DIR")
+    with tempfile.TemporaryDirectory() as kept:
+        validate_ms, _ = timed(lambda: load_from(tempfile.mkdtemp(dir=kept)), 5)  # empty cache: pandera checks
+        load_from(kept)  # fills the on-disk cache
+        disk_ms, _ = timed(lambda: load_from(kept), 5)  # a new kernel: validated tables read back from disk
+        memo_ms, cat = timed(catalog.load, 5)  # the same process again: hashing the files only
+    if user_cache is None:  # back to the user's cache for what follows (the CLI run below inherits it)
+        del os.environ["WORKBOOK_CACHE_DIR"]
+    else:
+        os.environ["WORKBOOK_CACHE_DIR"] = user_cache
     fit_ms, cal = timed(lambda: calibration.fit(cat), 5)
-    print(f"catalog.load            {load_ms:8.1f} ms")
+    print(
+        f"catalog.load            {validate_ms:8.1f} ms validating every table; {disk_ms:.1f} ms from the on-disk "
+        f"cache (a new kernel); {memo_ms:.1f} ms again in the same process"
+    )
     print(f"calibration.fit         {fit_ms:8.1f} ms")
     for label, scenario in {
         "7B, 140B tokens, 30 days": Scenario(model=ModelSpec.from_params(7e9), tokens=1.4e11, days=30),
@@ -42,7 +65,10 @@ def main() -> None:
     }.items():
         ms, frame = timed(lambda s=scenario: options.evaluate(s, cat, cal))
         rec_ms, _ = timed(lambda f=frame: recommend.recommend(f))
-        print(f"evaluate {label:30s} {ms:6.1f} ms for {frame.height} options; recommend {rec_ms:5.1f} ms")
+        print(
+            f"evaluate {label:30s} {ms:6.1f} ms for {frame.height} options ({ms / EVALUATE_TARGET_MS:.1f}x the "
+            f"{EVALUATE_TARGET_MS} ms target); recommend {rec_ms:5.1f} ms"
+        )
     app()
     start = time.perf_counter()
     subprocess.run(

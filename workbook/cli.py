@@ -193,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="one-page self-contained HTML report of a training scenario")
     _scenario_flags(rep, single=False, json_output=False)
     rep.add_argument("--out", required=True, help="path of the HTML file to write")
+    static = sub.add_parser("static", help="write a self-contained interactive page (no server) over a scenario grid")
+    static.add_argument("--out", required=True, help="folder to write index.html into")
+    static.add_argument("--app-url", help="address of the full app, for the page's links (default: make app's)")
     acc = sub.add_parser("accelerators", help="list accelerator ids and specs")
     acc.add_argument("--json", action="store_true")
     data = sub.add_parser("data", help="rebuild data tables")
@@ -396,6 +399,15 @@ def run(argv: list[str]) -> int:
     if args.command == "accelerators":
         frame = cat.accelerators.with_columns(pl.col("as_of").cast(pl.String))
         print(json.dumps(frame.to_dicts(), indent=1) if args.json else "\n".join(cat.accelerator_ids))
+        return 0
+    if args.command == "static":
+        from workbook import static  # builds the whole grid: only this command needs it
+
+        try:
+            path = static.write(args.out, catalog=cat, **({"app_url": args.app_url} if args.app_url else {}))
+        except OSError as err:
+            raise InputError("--out", f"cannot write into {args.out!r} ({err.strerror})") from None
+        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
         return 0
     if args.command == "report":
         files.check_target(args.out, "--out")  # before the minutes of work, and before touching any file

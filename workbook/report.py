@@ -10,7 +10,6 @@ import datetime as dt
 import html
 
 import polars as pl
-import vl_convert as vlc
 
 from workbook import catalog as catalog_mod
 from workbook import present
@@ -89,6 +88,8 @@ def render(scenario: Scenario, catalog: catalog_mod.Catalog | None = None) -> st
     cal = calibration_mod.fit(cat)
     main, built = chart_specs(scenario, cat)
     rec: Recommendation = recommend(main, scenario.framework, scenario.current_platform)
+    import vl_convert as vlc  # the SVG engine loads only when a report is written (not in every CLI or app process)
+
     svgs = "".join(f"<div>{vlc.vegalite_to_svg(chart.to_dict())}</div>" for chart in built.values())
     scenario_table = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _scenario_rows(scenario)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+from importlib.metadata import version
 from pathlib import Path
 
 import altair as alt
@@ -31,15 +32,16 @@ CACHE_DIR = Path(os.environ.get("WORKBOOK_CACHE_DIR", Path.home() / ".cache" / "
 
 @functools.cache
 def bundle() -> tuple[str, str]:
-    """(version key, the charts' JavaScript with its dependencies), from the on-disk cache when it is there."""
-    import vl_convert as vlc
-    from altair.utils._importers import vl_version_for_vl_convert
-
+    """(version key, the charts' JavaScript with its dependencies), from the on-disk cache when it is there
+    (vl-convert, ~8 MB per kernel, is imported only to build it)."""
     source = JS_SOURCE.read_text(encoding="utf-8")
-    key = f"{alt.__version__}-{vlc.__version__}-{hashlib.sha256(source.encode()).hexdigest()[:12]}"
+    key = f"{alt.__version__}-{version('vl-convert-python')}-{hashlib.sha256(source.encode()).hexdigest()[:12]}"
     path = CACHE_DIR / f"chartgrid-{key}.js"
     if path.is_file():
         return key, path.read_text(encoding="utf-8")
+    import vl_convert as vlc
+    from altair.utils._importers import vl_version_for_vl_convert
+
     bundled = vlc.javascript_bundle(source, vl_version=vl_version_for_vl_convert())
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -12,7 +12,6 @@ from workbook import catalog as catalog_mod
 from workbook.app import links, views
 from workbook.app.serve_view import ServeView
 from workbook.app.train_view import TrainView
-from workbook.training import calibration, claims, validation
 
 
 class Dashboard:
@@ -83,6 +82,8 @@ class Dashboard:
         index = change["new"]
         if index is None or self.trust.children[index].value:
             return
+        from workbook.training import calibration, claims, validation  # only when a reader opens a panel
+
         cal = calibration.fit(self.catalog)
         if index == 0:
             self.trust.children[0].value = views.accuracy(

@@ -9,6 +9,11 @@ Usage::
 A bad file raises :class:`workbook.errors.DataError` whose message names the file,
 the CSV line (header = line 1) and the column. Loading overrides never writes to
 the shipped files.
+
+Each file is checked once per content: a validated table is kept in memory and on disk (Arrow IPC under
+:func:`workbook.cache.directory`), keyed by the file's SHA-256, the table's schema and the versions of the
+schema and loader code, the package and polars. A changed file (or schema) has a new key and is checked again;
+unchanged shipped tables are read back in milliseconds by every new app kernel, without running pandera.
 """
 
 from __future__ import annotations
@@ -16,11 +21,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import hashlib
 from pathlib import Path
 
 import pandera.polars as pa
 import polars as pl
 
+import workbook
+from workbook import cache
 from workbook.catalog import schemas
 from workbook.errors import DataError
 
@@ -212,13 +220,58 @@ def _check(frame: pl.DataFrame, model: type[pa.DataFrameModel], label: str) -> p
         raise DataError(f"{label} {_line(first['index'])}, column {first['column']}: {what}{more}") from None
 
 
+@functools.cache
+def _code_version() -> str:
+    """Changes whenever what a validated table looks like could change: schemas, loader, package, polars."""
+    digest = hashlib.sha256(f"{workbook.__version__}|{pl.__version__}".encode())
+    for module in (schemas.__file__, __file__):
+        digest.update(Path(module).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+_VALIDATED: dict[str, pl.DataFrame] = {}  # cache key -> validated frame, for this process
+
+
+def _cache_key(content: bytes, model: type[pa.DataFrameModel]) -> str:
+    return f"{model.__name__}-{_code_version()}-{hashlib.sha256(content).hexdigest()[:32]}"
+
+
+def _cached(key: str) -> pl.DataFrame | None:
+    if key in _VALIDATED:
+        return _VALIDATED[key]
+    path = cache.directory() / "tables" / f"{key}.arrow"
+    try:
+        frame = pl.read_ipc(path.read_bytes())
+    except (OSError, pl.exceptions.PolarsError):  # absent, or unreadable: validate again
+        return None
+    _VALIDATED[key] = frame
+    return frame
+
+
+def _remember(key: str, frame: pl.DataFrame) -> None:
+    if len(_VALIDATED) >= 64:  # uploads add one entry each; never let a long-lived kernel grow without bound
+        _VALIDATED.clear()
+    _VALIDATED[key] = frame
+    cache.write_atomic(cache.directory() / "tables" / f"{key}.arrow", frame.write_ipc)
+
+
 def read_table(path: Path | str, model: type[pa.DataFrameModel]) -> pl.DataFrame:
-    """Read one CSV file and return it typed and validated against ``model``."""
+    """Read one CSV file and return it typed and validated against ``model`` (checked once per file content)."""
     path = Path(path)
     label = str(path)
     if not path.is_file():
         raise DataError(f"{label}: file not found")
     content = path.read_bytes()
+    key = _cache_key(content, model)
+    hit = _cached(key)
+    if hit is not None:
+        return hit
+    frame = _validate(content, model, label)
+    _remember(key, frame)
+    return frame
+
+
+def _validate(content: bytes, model: type[pa.DataFrameModel], label: str) -> pl.DataFrame:
     if not content.strip():
         raise DataError(f"{label}: the file is empty (expected a header line and rows)")
     try:

@@ -6,11 +6,15 @@ The app builds each template's spec once and swaps only the datasets on every co
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+from pathlib import Path
 
 import altair as alt
 import polars as pl
 
+from workbook import cache
 from workbook.catalog import shipped_kinds
 
 COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"]
@@ -66,5 +70,26 @@ def message_layer(height: int = 60) -> alt.Chart:
 
 def template_specs(templates: dict) -> dict[str, dict]:
     """Each template as its Vega-Lite dict, for the app's chart grid. Not schema-validated here: that costs ~0.15 s
-    of every kernel start (20 visitors at once share 2 cores); tests validate every template instead."""
-    return {name: template().to_dict(validate=False) for name, template in templates.items()}
+    of every kernel start (20 visitors at once share 2 cores); tests validate every template instead. Building the
+    specs with altair costs ~0.4 CPU-s per kernel, so each is kept on disk, keyed by the altair version and the
+    source of the chart modules: a new kernel reads JSON instead."""
+    return {name: _spec(name, template) for name, template in templates.items()}
+
+
+@functools.cache
+def _charts_version() -> str:
+    """Changes with altair or any chart module (templates share constants across modules)."""
+    digest = hashlib.sha256(alt.__version__.encode())
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _spec(name: str, template) -> dict:
+    path = cache.directory() / "specs" / f"{template.__module__}.{name}-{_charts_version()}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # absent or unreadable: build it
+        spec = template().to_dict(validate=False)
+        cache.write_atomic(path, lambda tmp: tmp.write_text(json.dumps(spec), encoding="utf-8"))
+        return spec
