@@ -34,6 +34,7 @@ TRAIN_KEYS = [
     "train_days_high",
     "chip_hours",
     "usd_per_chip_hour",
+    "user_price",
     "cost_usd",
     "cost_usd_low",
     "cost_usd_high",
@@ -94,6 +95,15 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool) -> None:
     p.add_argument("--cloud", help="only this cloud (e.g. gcp, aws)")
     p.add_argument("--mfu", type=_positive("--mfu"), help="override the calibrated MFU (0-1)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    _prices_flag(p)
+
+
+def _prices_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--prices",
+        metavar="MINE.CSV",
+        help="your negotiated prices: each row replaces the list prices of its accelerator, cloud and pricing model",
+    )
 
 
 def _serve_flags(p: argparse.ArgumentParser) -> None:
@@ -137,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--pricing", choices=PRICING_MODELS, default="on-demand")
     serve.add_argument("--cloud")
     serve.add_argument("--json", action="store_true")
+    _prices_flag(serve)
     _serve_flags(serve)
     compare = sub.add_parser("compare", help="every (accelerator, cloud, pricing) option, cheapest first")
     _scenario_flags(compare, single=False)
@@ -292,7 +303,10 @@ def _table(frame: pl.DataFrame) -> str:
     view = frame.select(
         "accelerator_id",
         "cloud",
-        "pricing_model",
+        pl.when(pl.col("user_price"))
+        .then(pl.col("pricing_model") + " (your price)")
+        .otherwise(pl.col("pricing_model"))
+        .alias("pricing_model"),
         "chips",
         pl.col("train_days").round(1),
         (pl.col("cost_usd") / 1e6).round(2).alias("cost_musd"),
@@ -310,7 +324,12 @@ def run(argv: list[str]) -> int:
         pricebuild.write(frame, args.out)
         print(f"wrote {frame.height} price rows ({frame.filter(~pl.col('excluded')).height} in use) to {args.out}")
         return 0
-    cat = catalog_mod.load()
+    try:
+        cat = catalog_mod.load(price_overrides=getattr(args, "prices", None))
+    except DataError as err:
+        if getattr(args, "prices", None) is None:
+            raise
+        raise InputError("--prices", str(err)) from None
     if args.command == "accelerators":
         frame = cat.accelerators.with_columns(pl.col("as_of").cast(pl.String))
         print(json.dumps(frame.to_dicts(), indent=1) if args.json else "\n".join(cat.accelerator_ids))

@@ -95,9 +95,20 @@ class ServeView:
         self.frame: pl.DataFrame | None = None
         self.recommendation: serving.ServingRecommendation | None = None
         self.scenario: serving.ServeScenario | None = None
+        self._syncing = False
         for control in self.controls.values():
-            control.observe(lambda change: self.update(), names="value")
+            control.observe(lambda change: self._syncing or self.update(), names="value")
         self.widget = self._layout()
+
+    def set_values(self, values: dict) -> None:
+        """Set several controls at once (a scenario link), then recompute once."""
+        self._syncing = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._syncing = False
+        self.update()
 
     def _layout(self) -> w.Widget:
         c = self.controls

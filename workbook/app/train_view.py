@@ -10,7 +10,8 @@ import ipywidgets as w
 import polars as pl
 
 from workbook import catalog as catalog_mod
-from workbook.app import links, state, views
+from workbook import present
+from workbook.app import state, views
 from workbook.app.chartgrid import ChartGrid
 from workbook.app.controls import log_slider
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
@@ -26,13 +27,19 @@ LABELS = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
 class TrainView:
     """Controls -> Scenario -> ``options.evaluate_full`` -> card, charts, table; recomputed on every change.
 
-    ``mode`` tells which tab is showing (for the share link); ``on_result`` is called after each new result.
+    ``on_result`` is called after each new result; ``brief_extras`` gives the one-page brief's scenario link and
+    serving answer (keyword arguments of :func:`workbook.report.render`).
     """
 
-    def __init__(self, catalog: catalog_mod.Catalog, mode: Callable[[], str], on_result: Callable[[], None]):
+    def __init__(
+        self,
+        catalog: catalog_mod.Catalog,
+        on_result: Callable[[], None],
+        brief_extras: Callable[[], dict] = dict,
+    ):
         self.catalog = catalog
         self.base_catalog = catalog
-        self.mode = mode
+        self.brief_extras = brief_extras
         self.on_result = on_result
         self.controls = self._controls()
         self.status = w.HTML()
@@ -126,7 +133,9 @@ class TrainView:
                 c["usd_per_engineer_week"],
                 w.HTML(
                     "<small>Your negotiated prices: a CSV with columns accelerator_id, cloud, pricing_model, "
-                    "usd_per_chip_hour, as_of, source (see README).</small>"
+                    "usd_per_chip_hour, as_of, source (optional: region). Each row replaces the list prices of that "
+                    "accelerator, cloud and pricing model (in every region unless you name one) and is marked "
+                    '"your price" (see README).</small>'
                 ),
                 c["price_file"],
             ]
@@ -155,13 +164,10 @@ class TrainView:
             ],
             layout=w.Layout(width="460px", min_width="440px"),
         )
-        self.link = w.HTML()
         self.downloads = w.HTML()
-        prepare = w.Button(description="Prepare downloads", tooltip="table CSV, charts PNG/SVG, one-page report")
+        prepare = w.Button(description="Prepare downloads", tooltip="table CSV, charts PNG/SVG, one-page brief")
         prepare.on_click(lambda _: self.prepare_downloads())
-        share = w.HBox(
-            [self.link, prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap")
-        )
+        share = w.HBox([prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap"))
         right = w.VBox(
             [self.status, self.card, share, self.charts, w.HTML("<h3>All options</h3>"), self.table],
             layout=w.Layout(flex="1 1 auto"),
@@ -182,10 +188,17 @@ class TrainView:
         """Table as CSV, each chart as PNG and SVG, and the one-page report, as data links (offline)."""
         if self.scenario is None or self.frame is None:
             return
-        self.downloads.value = views.downloads(self.frame.select(options.OUTPUT_COLUMNS), self.scenario, self.catalog)
+        self.downloads.value = views.preparing()
+        self.downloads.value = views.downloads(
+            self.frame.select(options.OUTPUT_COLUMNS), self.scenario, self.catalog, **self.brief_extras()
+        )
+
+    def link_controls(self) -> dict[str, w.Widget]:
+        """The controls a scenario link carries: all but the price file upload."""
+        return {k: c for k, c in self.controls.items() if not isinstance(c, w.FileUpload)}
 
     def values(self) -> dict:
-        return {k: c.value for k, c in self.controls.items() if not isinstance(c, w.FileUpload)}
+        return {k: c.value for k, c in self.link_controls().items()}
 
     def _on_change(self, change) -> None:
         if self._syncing:
@@ -215,7 +228,12 @@ class TrainView:
                 self.catalog = self.base_catalog
                 self.status.value = views.message(str(err).replace(str(target), upload["name"]))
                 return
-        self.status.value = views.message(f"Using your prices from {upload['name']}.", "info")
+        mine = self.catalog.prices.filter(pl.col("user_price")).height
+        self.status.value = views.message(
+            f"Using your prices from {upload['name']}: {present.count(mine, 'row')} replacing the list prices "
+            "of the same accelerator, cloud and pricing model.",
+            "info",
+        )
         self.update(keep_status=True)
 
     def update(self, keep_status: bool = False) -> None:
@@ -245,6 +263,5 @@ class TrainView:
         self.charts.datasets = charts.tab_datasets(
             everything, scenario.constraints.deadline_days, scenario.model.params
         )
-        self.link.value = views.share_link(links.build(self.values(), self.mode()))
         self.downloads.value = ""
         self.on_result()

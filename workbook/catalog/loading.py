@@ -4,7 +4,7 @@ Usage::
 
     from workbook import catalog
     cat = catalog.load()                                   # shipped data
-    cat = catalog.load(price_overrides="my_prices.csv")    # plus negotiated prices
+    cat = catalog.load(price_overrides="my_prices.csv")    # your negotiated prices replace list prices
 
 A bad file raises :class:`workbook.errors.DataError` whose message names the file,
 the CSV line (header = line 1) and the column. Loading overrides never writes to
@@ -25,7 +25,8 @@ from workbook.catalog import schemas
 from workbook.errors import DataError
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-PRICE_KEY = ["accelerator_id", "cloud", "region", "instance_type", "pricing_model"]
+OVERRIDE_KEY = ["accelerator_id", "cloud", "pricing_model"]
+ANY_REGION = "any"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity (memoised defaults)
@@ -57,7 +58,8 @@ class Catalog:
 
     def price_summary(self, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()) -> pl.DataFrame:
         """Per (accelerator, cloud, pricing model): median USD per chip-hour, min..max over regions and instances,
-        how many quotes, the newest as-of date and whether any quote is approximate or second-hand."""
+        how many quotes, the newest as-of date, whether any quote is approximate or second-hand, and whether
+        the price is the user's own (``user_price``: their negotiated file replaced the list prices)."""
         prices = self.usable_prices().filter(pl.col("pricing_model").is_in(list(pricing)))
         if clouds:
             prices = prices.filter(pl.col("cloud").is_in(list(clouds)))
@@ -69,6 +71,7 @@ class Catalog:
             pl.col("as_of").max().alias("price_as_of"),
             pl.col("as_of_approx").any().alias("price_as_of_approx"),
             pl.col("secondary_source").any().alias("price_secondary_source"),
+            pl.col("user_price").any().alias("user_price"),
         )
 
 
@@ -191,11 +194,28 @@ def shipped_kinds() -> pl.DataFrame:
     return read_table(DATA_DIR / "kinds.csv", schemas.Kinds)
 
 
+def layer_prices(shipped: pl.DataFrame, mine: pl.DataFrame) -> pl.DataFrame:
+    """Negotiated prices replace list prices: a row of ``mine`` removes every shipped row with its accelerator,
+    cloud and pricing model in its region (region ``any``: in every region of that cloud), whatever the
+    instance type or date; rows for other clouds or pricing models are added. The result has a ``user_price``
+    column (True for the user's rows), so cards and tables can say "your price"."""
+    covered = mine.select(*OVERRIDE_KEY, pl.col("region").alias("_region")).unique()
+    replaced = (
+        shipped.with_row_index("_row")
+        .join(covered, on=OVERRIDE_KEY)
+        .filter((pl.col("_region") == ANY_REGION) | (pl.col("_region") == pl.col("region")))["_row"]
+    )
+    kept = shipped.with_row_index("_row").filter(~pl.col("_row").is_in(replaced.implode())).drop("_row")
+    return pl.concat(
+        [kept.with_columns(user_price=pl.lit(False)), mine.with_columns(user_price=pl.lit(True))], how="vertical"
+    )
+
+
 def load(data_dir: Path | str | None = None, price_overrides: Path | str | None = None) -> Catalog:
     """Load and validate every table; optionally layer a user's price file over the shipped prices.
 
-    Override rows replace shipped rows with the same (accelerator, cloud, region, instance,
-    pricing model) and add new ones; they are marked ``source`` as the user gave it.
+    Override rows replace the shipped rows for the same accelerator, cloud and pricing model (see
+    :func:`layer_prices`); the prices frame has a ``user_price`` column either way.
     """
     root = Path(data_dir) if data_dir is not None else DATA_DIR
     kinds = read_table(root / "kinds.csv", schemas.Kinds)
@@ -207,8 +227,9 @@ def load(data_dir: Path | str | None = None, price_overrides: Path | str | None 
     if price_overrides is not None:
         extra = read_table(price_overrides, schemas.Prices)
         _unknown_ids(extra, known, str(price_overrides))
-        # An override wins over every shipped row with its key, whatever their dates.
-        prices = pl.concat([prices.join(extra.select(PRICE_KEY), on=PRICE_KEY, how="anti"), extra])
+        prices = layer_prices(prices, extra)
+    else:
+        prices = prices.with_columns(user_price=pl.lit(False))
     runs = read_table(root / "reference_runs.csv", schemas.ReferenceRuns)
     _unknown_ids(runs, known, str(root / "reference_runs.csv"))
     serving_runs = read_table(root / "inference_runs.csv", schemas.InferenceRuns)

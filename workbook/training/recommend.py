@@ -13,7 +13,7 @@ import dataclasses
 
 import polars as pl
 
-from workbook.present import count, days, usd
+from workbook.present import count, days, energy, price_basis, usd
 
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
 
@@ -84,7 +84,11 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
             None, [], blocked, [f"No option meets the constraints. {why}"], "No accelerator meets these constraints"
         )
     best, runners = ranked[0], ranked[1:3]
-    reasons = [f"Cheapest option that meets the constraints: {describe(best)}."]
+    reasons = [
+        f"Cheapest option that meets the constraints; its cost could be {usd(best['cost_usd_low'])} to "
+        f"{usd(best['cost_usd_high'])} (efficiency and price uncertainty), training in {days(best['train_days_low'])} "
+        f"to {days(best['train_days_high'])}. Energy: {energy(best['energy_kwh'], best['co2e_kg'])}."
+    ]
     if runners:
         reasons.append(f"{best['name']} is {_compare(best, runners[0])}")
     rival = next((o for o in ranked if o["kind"] != best["kind"]), None)
@@ -103,10 +107,13 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
         if best["price_secondary_source"]
         else ""
     )
-    quotes = count(best["price_rows"], "quote")
-    reasons.append(f"Price: median of {quotes} on {best['cloud']}, as of {age}{best['price_as_of']:%Y-%m}." + caveat)
+    reasons.append(
+        f"Price: {price_basis(best)} on {best['cloud']}, as of {age}{best['price_as_of']:%Y-%m}, "
+        f"${best['usd_per_chip_hour']:,.2f} per chip-hour." + caveat
+    )
+    mine = ", your price" if best.get("user_price") else ""
     headline = (
-        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}): {count(best['chips'], 'chip')}, "
+        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}{mine}): {count(best['chips'], 'chip')}, "
         f"{days(best['train_days'])}, {usd(best['cost_usd'])}"
     )
     return Recommendation(best, runners, blocked, reasons, headline)
