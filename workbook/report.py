@@ -117,7 +117,7 @@ def _ruled_out(rec: Recommendation) -> str:
     if not rows:
         return "<p>Nothing was ruled out.</p>"
     shown = "; ".join(f"{r['name']}: {r['reason'] or 'no option'}" for r in rows[:RULED_OUT_SHOWN])
-    more = f"; and {count(len(rows) - RULED_OUT_SHOWN, 'more')}" if len(rows) > RULED_OUT_SHOWN else ""
+    more = f"; and {len(rows) - RULED_OUT_SHOWN:,} more" if len(rows) > RULED_OUT_SHOWN else ""
     return f"<p class='wb-small'>{html.escape(shown + more)}.</p>"
 
 
