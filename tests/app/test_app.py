@@ -207,18 +207,18 @@ def _upload(dash, name, body):
 
 def test_invalid_input_clears_the_answer_until_a_valid_scenario_is_computed():
     dash = Dashboard()
-    assert "Train on" in dash.train.card.value and dash.train.link.value
+    assert "Train on" in dash.train.card.value and dash.link.value
     dash.train.controls["budget_musd"].value = 2e6
     status = dash.train.status.value
     assert "Budget cap ($M, 0 = none): must be between" in status and "got 2e+06" in status
     assert "Budget usd" not in status and "2e+12" not in status
     assert "Train on" not in dash.train.card.value and "wb-stale" in dash.train.card.value
-    assert "wb-stale" in dash.train.table.value and dash.train.link.value == ""
+    assert "wb-stale" in dash.train.table.value and dash.link.value == ""
     assert dash.train.charts.layout.visibility == "hidden"
     dash.train.prepare_downloads()
     assert dash.train.downloads.value == ""  # no downloads of a previous answer
     dash.train.controls["budget_musd"].value = 0
-    assert "Train on" in dash.train.card.value and dash.train.link.value and dash.train.status.value == ""
+    assert "Train on" in dash.train.card.value and dash.link.value and dash.train.status.value == ""
     assert dash.train.charts.layout.visibility is None
 
 
@@ -228,7 +228,7 @@ def test_a_bad_link_shows_all_its_messages_together_and_no_answer():
     status = dash.train.status.value
     assert "Active params (B): must not exceed the model size (13B), got 500B" in status
     assert "unknown link parameter &#x27;foo&#x27; ignored" in status
-    assert "Train on" not in dash.train.card.value and dash.train.link.value == ""
+    assert "Train on" not in dash.train.card.value and dash.link.value == ""
     dash.train.controls["active_params_b"].value = 5  # the user fixes it: the answer returns, the link note goes
     assert "Train on" in dash.train.card.value and dash.train.status.value == ""
 
@@ -265,8 +265,13 @@ def test_downloads_are_prepared_once_per_result(monkeypatch):
     from workbook.app import views
 
     dash = Dashboard()
-    calls = []
-    monkeypatch.setattr(views, "downloads", lambda *args: calls.append(dash.train.prepare.description) or "links")
+    calls, servings = [], []
+
+    def fake(*args, link, serving):
+        servings.append(serving)
+        return calls.append(dash.train.prepare.description) or "links"
+
+    monkeypatch.setattr(views, "downloads", fake)
     for _ in range(10):
         dash.train.prepare_downloads()
     assert calls == ["Preparing..."] and dash.train.downloads.value == "links"
@@ -274,7 +279,11 @@ def test_downloads_are_prepared_once_per_result(monkeypatch):
     dash.train.controls["days"].value = 21  # a new result needs new downloads
     assert dash.train.downloads.value == ""
     dash.train.prepare_downloads()
-    assert len(calls) == 2
+    assert len(calls) == 2 and servings == [None, None]
+    dash.tabs.selected_index = 1  # the brief now has a serving answer (and the link the Serve values)
+    dash.train.prepare_downloads()
+    dash.train.prepare_downloads()
+    assert len(calls) == 3 and servings[-1] is dash.serve.recommendation is not None
 
 
 def test_serve_view_clears_its_answer_on_invalid_input():
