@@ -20,8 +20,8 @@ from workbook.charts import training as charts
 from workbook.present import count, days, energy, usd
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
-from workbook.training.recommend import FRAMEWORK_NAMES, Recommendation, describe, recommend
-from workbook.training.scenario import Scenario
+from workbook.training.recommend import FRAMEWORK_NAMES, UNNAMED_REGIONS, Recommendation, describe, recommend
+from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
 BRIEF_CHART = "cost"  # the one chart on the page; the others are separate downloads
 RULED_OUT_SHOWN = 6
@@ -41,7 +41,8 @@ def question(s: Scenario) -> str:
     target = f"on {count(s.chips, 'chip')}" if s.chips else f"in {days(s.target_days)}"
     return (
         f"Where should we train a {m.params / 1e9:,.1f}B-parameter model{active} on {s.tokens / 1e9:,.0f}B tokens "
-        f"{target} ({FRAMEWORK_NAMES[s.framework]}, {s.precision.upper()}, {', '.join(s.pricing)} prices), "
+        f"{target} ({FRAMEWORK_NAMES[s.framework]}, team on {PLATFORM_LABELS[s.current_platform]} today, "
+        f"{s.precision.upper()}, {', '.join(s.pricing)} prices), "
         "and what will it cost?"
     )
 
@@ -62,9 +63,8 @@ def answer(rec: Recommendation) -> str:
     best = rec.best
     if best is None:
         return rec.reasons[0]
-    where = f"Where: {best['cloud']}" + (
-        f", region {best['region']} ({best['instance_type']})" if best.get("region") not in (None, "any") else ""
-    )
+    region = f"region {best['region']}, " if best.get("region") not in UNNAMED_REGIONS else ""
+    where = f"Where: {best['cloud']} ({region}{best['instance_type']})"
     cost = f"Cost {usd(best['cost_usd'])} (range {usd(best['cost_usd_low'])} to {usd(best['cost_usd_high'])})"
     if best["term_months"]:
         cost += (

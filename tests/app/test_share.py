@@ -10,6 +10,7 @@ from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
 from workbook import report
 from workbook.app import views
 from workbook.app.shell import Dashboard
+from workbook.present import days, usd
 from workbook.training.scenario import ModelSpec, Scenario
 
 # A value other than the default for every control of both tabs (each must differ, or the test proves nothing).
@@ -148,6 +149,21 @@ def test_report_is_a_self_contained_brief(scenario):
     for part in ("Confidence:", "Runners-up", "Ruled out", "MWh", "t CO2e", "Data as of", "?params_b=13", "Where"):
         assert part in text, part
     assert "mfu_override =" not in text and "framework_overhead_bytes" not in text  # words, not code names
+
+
+def test_brief_shows_region_commitment_bill_and_porting():
+    from workbook import catalog
+    from workbook.training.recommend import recommend
+
+    s = Scenario(model=ModelSpec.from_params(13e9), tokens=260e9, days=60, pricing=("commit-1y",))
+    best = recommend(report.chart_specs(s, catalog.load())[0], s.framework, s.current_platform).best
+    assert best is not None and best["term_months"] and best["start_delay_days"] > 0, "scenario no longer shows both"
+    text = report.render(s)
+    assert f"the whole {best['term_months']}-month term is billed" in text
+    assert f"is {usd(best['amortised_cost_usd'])} (amortised)" in text
+    assert f"finishes in {days(best['finish_days'])}: about {best['start_delay_days']:.0f} days of porting" in text
+    assert f"Where: {best['cloud']} (" in text and best["instance_type"] in text
+    assert "team on CUDA on NVIDIA today" in text
 
 
 def test_downloads_parse():

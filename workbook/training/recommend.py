@@ -24,6 +24,7 @@ from workbook.training import options
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
+UNNAMED_REGIONS = (None, "any", "unknown", "ALL")  # price rows whose region names no place a buyer can choose
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +49,7 @@ def _schedule(option: dict) -> str:
 
 def describe(option: dict) -> str:
     """One line: chip on cloud (pricing, region): chips, schedule, cost with its range."""
-    region = f", {option['region']}" if option.get("region") not in (None, "any", "unknown", "ALL") else ""
+    region = f", {option['region']}" if option.get("region") not in UNNAMED_REGIONS else ""
     bill = " whole-term bill" if option.get("term_months") else ""
     return (
         f"{option['name']} on {option['cloud']} ({option['pricing_model']}{region}): {count(option['chips'], 'chip')}, "
