@@ -296,3 +296,13 @@ def test_serve_view_clears_its_answer_on_invalid_input():
     assert "Serve on" not in dash.serve.card.value and dash.serve.charts.layout.visibility == "hidden"
     dash.serve.controls["output_tokens"].value = 300
     assert "Serve on" in dash.serve.card.value and dash.serve.status.value == ""
+
+
+def test_serve_table_lists_options_that_fit_on_no_replica():
+    dash = Dashboard()
+    dash.train.controls["params_b"].value = 405.0  # too large for one 8-chip replica of small-memory chips
+    dash.tabs.selected_index = 1
+    frame = dash.serve.frame
+    assert frame is not None and frame["replicas"].null_count() > 0, dash.serve.status.value
+    assert dash.serve.status.value == "" and "wb-serve-table" in dash.serve.table.value
+    assert "do not fit even in a replica" in dash.serve.table.value

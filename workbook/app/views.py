@@ -35,7 +35,7 @@ def recommendation(rec: Recommendation) -> str:
 
 
 def _pricing(option: dict) -> str:
-    return option["pricing_model"] + (" · your price" if option.get("user_price") else "")
+    return (option["pricing_model"] or "–") + (" · your price" if option.get("user_price") else "")
 
 
 def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
@@ -124,7 +124,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
             r["stack_name"],
             r["cloud"] or "–",
             _pricing(r),
-            f"{r['replicas']:,} x {r['chips_per_replica']}",
+            "–" if r["replicas"] is None else f"{r['replicas']:,} x {r['chips_per_replica']}",
             f"{r['utilisation']:.0%}" if r["feasible"] else "–",
             f"{r['ttft_ms']:,.0f} ms",
             f"{r['tpot_ms']:.1f}",
