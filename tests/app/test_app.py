@@ -126,7 +126,10 @@ def test_state_is_pure_and_validates():
 def test_trust_panels_fill_on_open(dash):
     assert dash.trust.children[0].value == ""
     dash.trust.selected_index = 0
-    assert "published" in dash.trust.children[0].value and "median" in dash.trust.children[0].value
+    accuracy = dash.trust.children[0].value
+    assert "published training runs within" in accuracy and "Held out" in accuracy and "Hopper within" in accuracy
+    words = accuracy.split("<details>")[0]
+    assert "ln(" not in words and "ln(" in accuracy  # managers read percentages; engineers find the log errors
     dash.trust.selected_index = 1
     assert "v5p" in dash.trust.children[1].value and "contradicted" in dash.trust.children[1].value
 

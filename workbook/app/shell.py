@@ -138,9 +138,9 @@ class Dashboard:
             return
         cal = calibration.fit(self.catalog)
         if index == 0:
-            self.trust.children[0].value = views.accuracy(
-                validation.summarize(validation.backtest(self.catalog, cal)).lines()
-            )
+            summary = validation.summarize(validation.backtest(self.catalog, cal))
+            held_out = validation.held_out_words(validation.leave_one_family_out(self.catalog))
+            self.trust.children[0].value = views.accuracy([*summary.words(), held_out], summary.lines())
         else:
             self.trust.children[1].value = views.claims_table(claims.check_all(self.catalog, cal))
 

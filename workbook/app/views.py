@@ -81,13 +81,21 @@ def claims_table(checks) -> str:
     return present.table(head, ([c.claim, c.verdict, c.finding] for c in checks), css_class="wb-claims")
 
 
-def accuracy(lines: list[str]) -> str:
+def accuracy(words: list[str], engineer_lines: list[str] = ()) -> str:
+    """How accurate the training estimates are: plain words first, the engineers' figures folded below."""
+    details = (
+        "<details><summary>For engineers: errors as |ln(predicted / published)|</summary>"
+        + present.items(engineer_lines, "wb-lines")
+        + "</details>"
+        if engineer_lines
+        else ""
+    )
     return (
-        "<div class='wb-accuracy'><p>Every estimate comes from MFU calibrated on published "
-        "throughput benchmarks and a goodput fitted on published whole training runs. Predicting those runs' "
-        "chip-hours with this same model gives:</p>"
-        + present.items(lines, "wb-lines")
-        + "<p>Details, every run and a leave-one-family-out check: notebooks/validation.ipynb.</p></div>"
+        "<div class='wb-accuracy'><p>Every estimate comes from MFU calibrated on published throughput benchmarks "
+        "and a goodput fitted on published whole training runs. Checked against those runs:</p>"
+        + present.items(words, "wb-lines")
+        + details
+        + "<p>Details, every run and the held-out check: notebooks/validation.ipynb.</p></div>"
     )
 
 
