@@ -51,6 +51,7 @@ TRAIN_KEYS = [
     "chip_hours",
     "usd_per_chip_hour",
     "usd_per_chip_hour_typical",
+    "user_price",
     "cost_usd",
     "cost_usd_low",
     "cost_usd_high",
@@ -142,6 +143,15 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool 
     p.add_argument("--mfu", type=_positive("--mfu"), help=f"override the calibrated MFU ({low:g}-{high:g})")
     if json_output:
         p.add_argument("--json", action="store_true", help="print JSON")
+    _prices_flag(p)
+
+
+def _prices_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--prices",
+        metavar="MINE.CSV",
+        help="your negotiated prices: each row replaces the list prices of its accelerator, cloud and pricing model",
+    )
 
 
 def _serve_flags(p: argparse.ArgumentParser) -> None:
@@ -185,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--pricing", choices=PRICING_MODELS, default="on-demand")
     serve.add_argument("--cloud")
     serve.add_argument("--json", action="store_true")
+    _prices_flag(serve)
     _serve_flags(serve)
     compare = sub.add_parser("compare", help="every (accelerator, cloud, pricing) option, cheapest first")
     _scenario_flags(compare, single=False)
@@ -366,7 +377,10 @@ def _table(frame: pl.DataFrame) -> str:
         "accelerator_id",
         "cloud",
         "region",
-        "pricing_model",
+        pl.when(pl.col("user_price"))
+        .then(pl.col("pricing_model") + " (your price)")
+        .otherwise(pl.col("pricing_model"))
+        .alias("pricing_model"),
         "chips",
         pl.col("start_delay_days").round(1).alias("porting_days"),
         pl.col("train_days").round(1),
@@ -395,7 +409,12 @@ def run(argv: list[str]) -> int:
     if args.command == "data":
         print(_rebuild_summary(pricebuild.rebuild(args.source_dir, args.out, args.as_of, args.force), args.out))
         return 0
-    cat = catalog_mod.load()
+    try:
+        cat = catalog_mod.load(price_overrides=getattr(args, "prices", None))
+    except DataError as err:
+        if getattr(args, "prices", None) is None:
+            raise
+        raise InputError("--prices", str(err)) from None
     if args.command == "accelerators":
         frame = cat.accelerators.with_columns(pl.col("as_of").cast(pl.String))
         print(json.dumps(frame.to_dicts(), indent=1) if args.json else "\n".join(cat.accelerator_ids))

@@ -1,6 +1,7 @@
 """Numbers and names for people, as text and as HTML: one home for how the app, the report and the CLI say things.
 
-Text: :func:`usd` ($1.2M), :func:`days` (18.5 days), :func:`count` (1 chip, 1,024 chips).
+Text: :func:`usd` ($1.2M), :func:`days` (18.5 days), :func:`count` (1 chip, 1,024 chips), :func:`price_basis`
+("your price"), :func:`per_million_tokens`, :func:`energy` (MWh and t CO2e).
 HTML: :func:`table`, :func:`items`, :func:`card`, :func:`message`; they carry CSS classes (``wb-*``) whose
 styles live in one stylesheet, ``STYLESHEET``, which the Voila template and the HTML report both include.
 """
@@ -35,6 +36,31 @@ def days(value: float) -> str:
 def count(n: int, word: str, plural: str | None = None) -> str:
     """1 chip, 1,024 chips, 2 replicas: a whole number with its noun in the right number."""
     return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def price_basis(option: dict, pick: str = "median") -> str:
+    """Where an option's price comes from: "your price" (a negotiated file) or "median of 3 list-price quotes"
+    (``pick``: how the price was chosen among the quotes, e.g. "the cheapest")."""
+    if option.get("user_price"):
+        return "your price"
+    return f"{pick} of {count(option['price_rows'], 'list-price quote')}"
+
+
+def per_million_tokens(value: float | None) -> str:
+    """$0.28 per million output tokens (cents below $10, whole dollars above)."""
+    if value is None:
+        return "n/a"
+    return f"${value:,.2f} per million output tokens" if value < 10 else f"{usd(value)} per million output tokens"
+
+
+def energy(kwh: float | None, co2e_kg: float | None = None) -> str:
+    """1,240 MWh (510 t CO2e): training energy and emissions as a manager reads them."""
+    if kwh is None:
+        return "n/a"
+    text = f"{kwh / 1e3:,.0f} MWh" if kwh >= 1e4 else f"{kwh / 1e3:,.1f} MWh"
+    if co2e_kg is not None:
+        text += f" ({co2e_kg / 1e3:,.0f} t CO2e)" if co2e_kg >= 1e4 else f" ({co2e_kg / 1e3:,.1f} t CO2e)"
+    return text
 
 
 def css() -> str:

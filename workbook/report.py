@@ -1,11 +1,13 @@
-"""A one-page, self-contained HTML report of a training scenario (no script, no network: charts are inline SVG).
+"""The one-page brief: a self-contained HTML page (no script, no network; the chart is inline SVG) that prints on
+one A4 or Letter page. The question, the answer with its confidence, runners-up, what was ruled out and why, cost
+with its range, time including porting, energy and CO2e, the serving answer when one is given, the assumptions in
+words with units, the data's as-of dates and the scenario link.
 
-Used by the app's "Prepare downloads" and by ``python -m workbook report ... --out report.html``.
+Used by the app's "Prepare downloads" and by ``python -m workbook report ... --out brief.html``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import html
 
@@ -14,11 +16,14 @@ import polars as pl
 from workbook import catalog as catalog_mod
 from workbook import present
 from workbook.charts import training as charts
-from workbook.present import days, usd
+from workbook.present import count, days, energy, usd
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
-from workbook.training.recommend import Recommendation, recommend
-from workbook.training.scenario import Scenario
+from workbook.training.recommend import FRAMEWORK_NAMES, UNNAMED_REGIONS, Recommendation, describe, recommend
+from workbook.training.scenario import PLATFORM_LABELS, Scenario
+
+BRIEF_CHART = "cost"  # the one chart on the page; the others are separate downloads
+RULED_OUT_SHOWN = 6
 
 
 def chart_specs(scenario: Scenario, catalog: catalog_mod.Catalog) -> tuple[pl.DataFrame, dict]:
@@ -28,83 +33,143 @@ def chart_specs(scenario: Scenario, catalog: catalog_mod.Catalog) -> tuple[pl.Da
     return everything.filter(pl.col("sweep") == "main"), built
 
 
-def _scenario_rows(s: Scenario) -> list[tuple[str, str]]:
+def question(s: Scenario) -> str:
+    """The question in one line, with the model and the job."""
     m = s.model
-    rows = [
-        (
-            "Model",
-            f"{m.params / 1e9:,.1f}B parameters"
-            + (f" ({m.active_params / 1e9:,.1f}B active)" if m.active_params < m.params else ""),
-        ),
-        ("Training tokens", f"{s.tokens / 1e9:,.0f}B"),
-        ("Framework", s.framework),
-        ("Precision", s.precision),
-        ("Target", f"{s.days:g} days" if s.days else f"{s.chips} chips"),
-        ("Pricing", ", ".join(s.pricing)),
-    ]
-    c = s.constraints
-    rows += [
-        (label, value)
-        for label, value in (
-            ("Budget cap", usd(c.budget_usd) if c.budget_usd else None),
-            ("Clouds", ", ".join(c.clouds) or None),
-            ("Must run on 2+ clouds", "yes" if c.multi_cloud else None),
-            ("Stay on our framework", "yes" if c.framework_lock_in else None),
-        )
-        if value
-    ]
-    return rows
-
-
-def _table(frame: pl.DataFrame, limit: int = 25) -> str:
-    head = ("Accelerator", "Cloud", "Pricing", "Chips", "Time", "Cost", "Range", "Status")
-    shown = frame.head(limit).to_dicts()
-    rows = (
-        (
-            r["name"],
-            r["cloud"] or "-",
-            r["pricing_model"],
-            f"{r['chips']:,}",
-            days(r["train_days"]),
-            usd(r["cost_usd"]) if r["cost_usd"] is not None else "-",
-            f"{usd(r['cost_usd_low'])}-{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
-            "ok" if r["feasible"] else r["infeasible_reason"],
-        )
-        for r in shown
+    active = f" ({m.active_params / 1e9:,.1f}B active)" if m.active_params < m.params else ""
+    target = f"on {count(s.chips, 'chip')}" if s.chips else f"in {days(s.target_days)}"
+    return (
+        f"Where should we train a {m.params / 1e9:,.1f}B-parameter model{active} on {s.tokens / 1e9:,.0f}B tokens "
+        f"{target} ({FRAMEWORK_NAMES[s.framework]}, team on {PLATFORM_LABELS[s.current_platform]} today, "
+        f"{s.precision.upper()}, {', '.join(s.pricing)} prices), "
+        "and what will it cost?"
     )
-    return present.table(head, rows, muted=[not r["feasible"] for r in shown])
 
 
-def _assumptions(s: Scenario, cal: calibration_mod.Calibration) -> str:
-    items = [f"{f.name} = {getattr(s.assumptions, f.name)}" for f in dataclasses.fields(s.assumptions)]
-    items.append(f"goodput (calibrated) = {cal.goodput:.3f} (IQR {cal.goodput_low:.3f}-{cal.goodput_high:.3f})")
-    items.append(f"mixture-of-experts efficiency (calibrated) = {cal.moe_efficiency:.3f}")
-    return present.items(items, "wb-lines")
+def confidence(rec: Recommendation) -> str:
+    """A clear winner when its cost range stays below every runner-up's; a close call otherwise."""
+    if rec.best is None:
+        return "no option meets the constraints"
+    close = [o for o in rec.runners_up if rec.best["cost_usd_high"] >= o["cost_usd_low"]]
+    if not close:
+        return "clear winner: its cost range stays below the runners-up's"
+    return f"close call: its cost range overlaps {close[0]['name']}'s"
 
 
-def render(scenario: Scenario, catalog: catalog_mod.Catalog | None = None) -> str:
-    """The report as one HTML string."""
+def answer(rec: Recommendation) -> str:
+    """The answer in words: where (cloud, region, instance), cost with its range (a commitment's whole-term bill
+    and this run's amortised share), time including porting, energy and CO2e."""
+    best = rec.best
+    if best is None:
+        return rec.reasons[0]
+    region = f"region {best['region']}, " if best.get("region") not in UNNAMED_REGIONS else ""
+    where = f"Where: {best['cloud']} ({region}{best['instance_type']})"
+    cost = f"Cost {usd(best['cost_usd'])} (range {usd(best['cost_usd_low'])} to {usd(best['cost_usd_high'])})"
+    if best["term_months"]:
+        cost += (
+            f": the whole {best['term_months']}-month term is billed; this run's share, if other work uses the chips "
+            f"for the rest of the term, is {usd(best['amortised_cost_usd'])} (amortised)"
+        )
+    training = (
+        f"{days(best['train_days'])} of training (range {days(best['train_days_low'])} to "
+        f"{days(best['train_days_high'])})"
+    )
+    time = (
+        f"Time: finishes in {days(best['finish_days'])}: about {best['start_delay_days']:.0f} days of porting "
+        f"({best['migration_weeks']:g} engineer-weeks, {usd(best['migration_cost_usd'])} included), then {training}"
+        if best["start_delay_days"] > 0
+        else f"Time: {training}, with no porting"
+    )
+    return f"{where}. {cost}. {time}. Energy: {energy(best['energy_kwh'], best['co2e_kg'])}."
+
+
+def assumptions(s: Scenario, cal: calibration_mod.Calibration) -> list[str]:
+    """Every assumption in words with its unit."""
+    a = s.assumptions
+    mfu = f"{a.mfu_override:.0%} for every chip (your override)" if a.mfu_override else "calibrated per chip"
+    goodput = (
+        f"{a.goodput_override:.0%} (your override)"
+        if a.goodput_override
+        else f"{cal.goodput:.0%} calibrated on published runs (middle half {cal.goodput_low:.0%} to "
+        f"{cal.goodput_high:.0%})"
+    )
+    porting = (
+        f"counted at {usd(a.usd_per_engineer_week)} per engineer-week" if a.include_migration_cost else "not counted"
+    )
+    return [
+        f"Share of peak compute used (MFU): {mfu}; share of time spent training (goodput): {goodput}.",
+        f"Memory: weights, gradients and optimizer state sharded across chips (ZeRO stage {a.zero_stage}), "
+        f"{a.recompute} activation recomputation, {a.hbm_usable_fraction:.0%} of each chip's memory usable, "
+        f"{a.framework_overhead_bytes / 1e9:g} GB per chip for the runtime.",
+        f"Spot capacity loses {a.spot_preemption_overhead:.0%} extra chip-hours to preemptions. Porting work: "
+        f"{porting}.",
+        f"Energy: chip power x {a.host_power_factor:g} for the host x {a.pue:g} data-centre overhead (PUE); "
+        f"{a.grid_kg_co2e_per_kwh:g} kg CO2e per kWh (world-average grid).",
+        f"Mixture-of-experts efficiency (calibrated): {cal.moe_efficiency:.0%} of a dense model's.",
+    ]
+
+
+def _constraints(s: Scenario) -> str:
+    c = s.constraints
+    parts = [
+        f"budget cap {usd(c.budget_usd)}" if c.budget_usd else "",
+        f"only {', '.join(c.clouds)}" if c.clouds else "",
+        "must run on 2+ clouds" if c.multi_cloud else "",
+        f"stay on {FRAMEWORK_NAMES[s.framework]}" if c.framework_lock_in else "",
+    ]
+    shown = [p for p in parts if p]
+    return "Constraints: " + ("; ".join(shown) if shown else "none beyond the deadline") + "."
+
+
+def _ruled_out(rec: Recommendation) -> str:
+    rows = rec.infeasible.to_dicts()
+    if not rows:
+        return "<p>Nothing was ruled out.</p>"
+    shown = "; ".join(f"{r['name']}: {r['reason'] or 'no option'}" for r in rows[:RULED_OUT_SHOWN])
+    more = f"; and {len(rows) - RULED_OUT_SHOWN:,} more" if len(rows) > RULED_OUT_SHOWN else ""
+    return f"<p class='wb-small'>{html.escape(shown + more)}.</p>"
+
+
+def _serving(serving) -> str:
+    if serving is None:
+        return ""
+    lines = present.items([*serving.warnings, *serving.reasons[:2]])
+    return f"<h2>Serving</h2><p><b>{html.escape(serving.headline)}</b></p>{lines}"
+
+
+def _link(link: str) -> str:
+    if not link:
+        return ""
+    text = html.escape(link)
+    if link.startswith("?"):
+        return f"<p class='wb-small'>Scenario link (add to the workbook's address): <code>{text}</code></p>"
+    return f"<p class='wb-small'>Scenario link: <a class='wb-link' href='{text}'>{text}</a></p>"
+
+
+def render(scenario: Scenario, catalog: catalog_mod.Catalog | None = None, link: str = "", serving=None) -> str:
+    """The brief as one HTML string. ``link`` reopens the scenario in the app; ``serving`` is the Serve tab's
+    :class:`workbook.serving.ServingRecommendation` when that tab was used."""
     cat = catalog or catalog_mod.load()
     cal = calibration_mod.fit(cat)
     main, built = chart_specs(scenario, cat)
-    rec: Recommendation = recommend(main, scenario.framework, scenario.current_platform)
     import vl_convert as vlc  # the SVG engine loads only when a report is written (not in every CLI or app process)
 
-    svgs = "".join(f"<div>{vlc.vegalite_to_svg(chart.to_dict())}</div>" for chart in built.values())
-    scenario_table = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _scenario_rows(scenario)
-    )
-    runs = html.escape(", ".join(sorted(set(cat.reference_runs["run_id"].head(6)))))
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Accelerator Workbook report</title>
+    rec = recommend(main, scenario.framework, scenario.current_platform)
+    chart = vlc.vegalite_to_svg(built[BRIEF_CHART].to_dict())
+    runners = present.items(describe(o) for o in rec.runners_up) if rec.runners_up else "<p>None.</p>"
+    mine = " Prices marked “your price” are from your negotiated price file." if main["user_price"].any() else ""
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Accelerator brief</title>
 <style>{present.css()}</style></head><body class="wb-report">
-<h1>Accelerator Workbook</h1><p class="wb-question">Which accelerator should we train this model on,
-how many chips, how long, what will it cost, and why?</p>
-<h2>Scenario</h2><table class="wb-table">{scenario_table}</table>
-<h2>Recommendation</h2>{present.card(rec.headline, present.items(rec.reasons))}
-<h2>Charts</h2><div class="wb-charts">{svgs}</div>
-<h2>Options</h2>{_table(main)}
-<h2>Assumptions</h2>{_assumptions(scenario, cal)}
-<p class="wb-footnote">Prices as of {cat.prices_as_of:%Y-%m-%d} (newest row; catalog rows are about 2025-05);
-accelerator specs as of
-{cat.accelerators["as_of"].max():%Y-%m-%d}. MFU calibrated on published runs: {runs} and others
-(data/reference_runs.csv). Report generated {dt.date.today():%Y-%m-%d}.</p></body></html>"""
+<h1>Accelerator brief</h1><p class="wb-question">{html.escape(question(scenario))}</p>
+<div class="wb-card"><div class="wb-headline">{html.escape(rec.headline)}</div>
+<p>Confidence: {html.escape(confidence(rec))}. {html.escape(answer(rec))}</p>
+<p class="wb-small">{html.escape(_constraints(scenario))}</p></div>
+<div class="wb-brief-grid"><div><h2>Runners-up</h2>{runners}
+<h2>Ruled out ({rec.infeasible.height})</h2>{_ruled_out(rec)}{_serving(serving)}</div>
+<div class="wb-brief-chart">{chart}</div></div>
+<h2>Assumptions</h2>{present.items(assumptions(scenario, cal), "wb-lines wb-small")}
+<p class="wb-footnote">Data as of: prices {cat.prices_as_of:%Y-%m-%d} (newest row; most list prices about 2025-05),
+accelerator specs {cat.accelerators["as_of"].max():%Y-%m-%d}; MFU and goodput calibrated on
+{count(cat.reference_runs.height, "published training run")}.{mine} Every figure's source is in the workbook's
+data/ folder.
+Brief generated {dt.date.today():%Y-%m-%d}.</p>{_link(link)}</body></html>"""

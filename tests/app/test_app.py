@@ -126,7 +126,10 @@ def test_state_is_pure_and_validates():
 def test_trust_panels_fill_on_open(dash):
     assert dash.trust.children[0].value == ""
     dash.trust.selected_index = 0
-    assert "published" in dash.trust.children[0].value and "median" in dash.trust.children[0].value
+    accuracy = dash.trust.children[0].value
+    assert "published training runs within" in accuracy and "Held out" in accuracy and "Hopper within" in accuracy
+    words = accuracy.split("<details>")[0]
+    assert "ln(" not in words and "ln(" in accuracy  # managers read percentages; engineers find the log errors
     dash.trust.selected_index = 1
     assert "v5p" in dash.trust.children[1].value and "contradicted" in dash.trust.children[1].value
 
@@ -207,18 +210,18 @@ def _upload(dash, name, body):
 
 def test_invalid_input_clears_the_answer_until_a_valid_scenario_is_computed():
     dash = Dashboard()
-    assert "Train on" in dash.train.card.value and dash.train.link.value
+    assert "Train on" in dash.train.card.value and dash.link.value
     dash.train.controls["budget_musd"].value = 2e6
     status = dash.train.status.value
     assert "Budget cap ($M, 0 = none): must be between" in status and "got 2e+06" in status
     assert "Budget usd" not in status and "2e+12" not in status
     assert "Train on" not in dash.train.card.value and "wb-stale" in dash.train.card.value
-    assert "wb-stale" in dash.train.table.value and dash.train.link.value == ""
+    assert "wb-stale" in dash.train.table.value and dash.link.value == ""
     assert dash.train.charts.layout.visibility == "hidden"
     dash.train.prepare_downloads()
     assert dash.train.downloads.value == ""  # no downloads of a previous answer
     dash.train.controls["budget_musd"].value = 0
-    assert "Train on" in dash.train.card.value and dash.train.link.value and dash.train.status.value == ""
+    assert "Train on" in dash.train.card.value and dash.link.value and dash.train.status.value == ""
     assert dash.train.charts.layout.visibility is None
 
 
@@ -228,7 +231,7 @@ def test_a_bad_link_shows_all_its_messages_together_and_no_answer():
     status = dash.train.status.value
     assert "Active params (B): must not exceed the model size (13B), got 500B" in status
     assert "unknown link parameter &#x27;foo&#x27; ignored" in status
-    assert "Train on" not in dash.train.card.value and dash.train.link.value == ""
+    assert "Train on" not in dash.train.card.value and dash.link.value == ""
     dash.train.controls["active_params_b"].value = 5  # the user fixes it: the answer returns, the link note goes
     assert "Train on" in dash.train.card.value and dash.train.status.value == ""
 
@@ -265,8 +268,13 @@ def test_downloads_are_prepared_once_per_result(monkeypatch):
     from workbook.app import views
 
     dash = Dashboard()
-    calls = []
-    monkeypatch.setattr(views, "downloads", lambda *args: calls.append(dash.train.prepare.description) or "links")
+    calls, servings = [], []
+
+    def fake(*args, link, serving):
+        servings.append(serving)
+        return calls.append(dash.train.prepare.description) or "links"
+
+    monkeypatch.setattr(views, "downloads", fake)
     for _ in range(10):
         dash.train.prepare_downloads()
     assert calls == ["Preparing..."] and dash.train.downloads.value == "links"
@@ -274,7 +282,11 @@ def test_downloads_are_prepared_once_per_result(monkeypatch):
     dash.train.controls["days"].value = 21  # a new result needs new downloads
     assert dash.train.downloads.value == ""
     dash.train.prepare_downloads()
-    assert len(calls) == 2
+    assert len(calls) == 2 and servings == [None, None]
+    dash.tabs.selected_index = 1  # the brief now has a serving answer (and the link the Serve values)
+    dash.train.prepare_downloads()
+    dash.train.prepare_downloads()
+    assert len(calls) == 3 and servings[-1] is dash.serve.recommendation is not None
 
 
 def test_serve_view_clears_its_answer_on_invalid_input():
@@ -287,3 +299,13 @@ def test_serve_view_clears_its_answer_on_invalid_input():
     assert "Serve on" not in dash.serve.card.value and dash.serve.charts.layout.visibility == "hidden"
     dash.serve.controls["output_tokens"].value = 300
     assert "Serve on" in dash.serve.card.value and dash.serve.status.value == ""
+
+
+def test_serve_table_lists_options_that_fit_on_no_replica():
+    dash = Dashboard()
+    dash.train.controls["params_b"].value = 405.0  # too large for one 8-chip replica of small-memory chips
+    dash.tabs.selected_index = 1
+    frame = dash.serve.frame
+    assert frame is not None and frame["replicas"].null_count() > 0, dash.serve.status.value
+    assert dash.serve.status.value == "" and "wb-serve-table" in dash.serve.table.value
+    assert "do not fit even in a replica" in dash.serve.table.value

@@ -36,7 +36,7 @@ def test_no_inline_styles_and_every_class_is_styled():
         + views.option_table(frame, limit=frame.height - 1)
         + views.message("bad", "error")
         + views.message("note", "info")
-        + views.accuracy(["one line"])
+        + views.accuracy(["one line"], ["median |ln(pred/real)| = 0.180"])
     )
     assert "style=" not in page
     used = set(re.findall(r"class='([^']+)'", page)) | set(re.findall(r'class="([^"]+)"', page))

@@ -8,43 +8,101 @@ import pytest
 
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
 from workbook import report
-from workbook.app import links, state
+from workbook.app import views
 from workbook.app.shell import Dashboard
-from workbook.charts import training as train_charts
+from workbook.present import days, usd
 from workbook.training.scenario import ModelSpec, Scenario
 
-CLOUDS = ["aws", "gcp"]
+# A value other than the default for every control of both tabs (each must differ, or the test proves nothing).
+TRAIN_CHANGES = {
+    "params_b": 405.0,
+    "moe": True,
+    "active_params_b": 17.0,
+    "tokens_preset": "custom",
+    "tokens_b": 15000.0,
+    "framework": "jax",
+    "current_platform": "tpu",
+    "days": 90,
+    "precision": "fp8",
+    "pricing": "spot",
+    "cloud": "gcp",
+    "multi_cloud": True,
+    "lock_in": True,
+    "budget_musd": 2.5,
+    "use_mfu_override": True,
+    "mfu_override": 0.33,
+    "use_goodput_override": True,
+    "goodput_override": 0.71,
+    "include_migration_cost": False,
+    "usd_per_engineer_week": 9000.0,
+}
+SERVE_CHANGES = {
+    "own_model": True,
+    "params_b": 8.0,
+    "precision": "int8",
+    "kv_precision": "bf16",
+    "prompt_tokens": 4000,
+    "output_tokens": 700,
+    "rps": 123.0,
+    "ttft_ms": 900.0,
+    "tpot_ms": 30.0,
+    "headroom_pct": 60,
+    "stack": "generic",
+    "pricing": "commit-1y",
+    "cloud": "aws",
+    "months": 24,
+}
 
 
-def test_link_round_trip():
-    values = {
-        **state.DEFAULTS,
-        "params_b": 13.0,
-        "days": 60,
-        "framework": "jax",
-        "cloud": "gcp",
-        "moe": True,
-        "active_params_b": 3.0,
-        "tokens_preset": "custom",
-        "tokens_b": 500.0,
-        "current_platform": "tpu",
-    }
-    parsed, problems = links.parse(links.build(values, "serve"), CLOUDS)
-    assert not problems
-    assert parsed == {
-        "params_b": 13.0,
-        "framework": "jax",
-        "days": 60,
-        "precision": "bf16",
-        "pricing": "on-demand",
-        "cloud": "gcp",
-        "mode": "serve",
-        "active_params_b": 3.0,
-        "moe": True,
-        "tokens_b": 500.0,
-        "tokens_preset": "custom",
-        "current_platform": "tpu",
-    }
+def test_link_round_trips_every_control_of_both_tabs():
+    sender = Dashboard()
+    assert set(TRAIN_CHANGES) == set(sender.train.link_controls()), "every Train control must be in this test"
+    sender.tabs.selected_index = 1
+    assert set(SERVE_CHANGES) == set(sender.serve.controls), "every Serve control must be in this test"
+    for name, value in TRAIN_CHANGES.items():
+        assert sender.train.controls[name].value != value, name
+        sender.train.controls[name].value = value
+    for name, value in SERVE_CHANGES.items():
+        assert sender.serve.controls[name].value != value, name
+        sender.serve.controls[name].value = value
+    assert "mode=serve" in sender.query
+    receiver = Dashboard()
+    receiver.apply_query(sender.query)
+    assert receiver.tabs.selected_index == 1 and receiver.serve is not None
+    assert {k: c.value for k, c in receiver.train.link_controls().items()} == TRAIN_CHANGES
+    assert {k: c.value for k, c in receiver.serve.controls.items()} == SERVE_CHANGES
+    assert receiver.train.card.value == sender.train.card.value and receiver.train.status.value == ""
+    assert receiver.serve.card.value == sender.serve.card.value
+    assert receiver.query == sender.query
+
+
+def test_link_reflects_the_active_tab():
+    d = Dashboard()
+    assert "mode=train" in d.query and "serve_" not in d.query
+    d.tabs.selected_index = 1
+    assert "mode=serve" in d.query and "serve_rps=" in d.query
+    d.tabs.selected_index = 0
+    assert "mode=train" in d.query and "serve_rps=" in d.query
+
+
+def test_older_links_still_imply_moe_and_own_tokens():
+    d = Dashboard()
+    d.apply_query("params_b=405&active_params_b=17&tokens_b=15000&mode=serve")
+    c = d.train.controls
+    assert c["moe"].value and c["tokens_preset"].value == "custom" and c["params_b"].value == 405.0
+    assert c["tokens_b"].value == 15000.0 and d.tabs.selected_index == 1
+
+
+def test_todays_practice_preset_and_platform_links_reach_the_scenario():
+    d = Dashboard()
+    d.apply_query("params_b=8&tokens=todays_practice&platform=tpu&framework=jax")  # the older names still open
+    c = d.train.controls
+    assert c["tokens_preset"].value == "todays_practice" and c["current_platform"].value == "tpu"
+    assert d.train.scenario.tokens == 15e12 and d.train.scenario.current_platform == "tpu"
+    assert "tokens_preset=todays_practice" in d.query and "current_platform=tpu" in d.query
+    assert "tokens_b=" not in d.query  # derived by the preset, so not carried
+    default = Dashboard()
+    assert default.train.scenario.tokens == 20 * default.train.scenario.model.params
 
 
 @pytest.mark.parametrize(
@@ -53,14 +111,30 @@ def test_link_round_trip():
         ("params_b=abc", "not a number"),
         ("params_b=99999", "outside"),
         ("days=0", "outside"),
+        ("days=2.5", "whole number"),
+        ("budget_musd=-1", "outside"),
+        ("moe=maybe", "not 1 or 0"),
         ("framework=mxnet", "not one of"),
         ("cloud=mars", "not one of"),
+        ("serve_rps=0", "outside"),
+        ("serve_stack=fast", "not one of"),
+        ("mode=both", "not one of"),
         ("colour=red", "unknown link parameter"),
     ],
 )
-def test_bad_link_values_are_reported_and_defaulted(query, message):
-    values, problems = links.parse(query, CLOUDS)
-    assert values == {} and len(problems) == 1 and message in problems[0]
+def test_bad_link_values_are_listed_and_defaulted(query, message):
+    d = Dashboard()
+    before = {k: c.value for k, c in d.train.link_controls().items()}
+    d.apply_query(query)
+    assert message in d.train.status.value and "Link:" in d.train.status.value
+    assert {k: c.value for k, c in d.train.link_controls().items()} == before
+    assert d.pending_serve == {} and d.tabs.selected_index == 0
+
+
+def test_copy_link_uses_the_anchors_address_not_document_url():
+    html_text = views.share_link("params_b=13&mode=train")
+    assert "new URL(" not in html_text and "a.wb-link" in html_text and "Link copied" in html_text
+    assert "class='wb-link' href='?params_b=13&amp;mode=train'" in html_text
 
 
 @pytest.fixture(scope="module")
@@ -68,15 +142,28 @@ def scenario():
     return Scenario(model=ModelSpec.from_params(13e9), tokens=260e9, days=20, pricing=("on-demand",))
 
 
-def test_report_is_self_contained(scenario):
-    text = report.render(scenario)
-    assert (
-        text.startswith("<!doctype html>")
-        and "Recommendation" in text
-        and text.count("<svg") == len(train_charts.TEMPLATES)
-    )
+def test_report_is_a_self_contained_brief(scenario):
+    text = report.render(scenario, link="?params_b=13&mode=train")
+    assert text.startswith("<!doctype html>") and text.count("<svg") == 1
     assert "<script" not in text and not re.search(r"(src|href)=['\"]https?://", text)
-    assert "Prices as of" in text
+    for part in ("Confidence:", "Runners-up", "Ruled out", "MWh", "t CO2e", "Data as of", "?params_b=13", "Where"):
+        assert part in text, part
+    assert "mfu_override =" not in text and "framework_overhead_bytes" not in text  # words, not code names
+
+
+def test_brief_shows_region_commitment_bill_and_porting():
+    from workbook import catalog
+    from workbook.training.recommend import recommend
+
+    s = Scenario(model=ModelSpec.from_params(13e9), tokens=260e9, days=60, pricing=("commit-1y",))
+    best = recommend(report.chart_specs(s, catalog.load())[0], s.framework, s.current_platform).best
+    assert best is not None and best["term_months"] and best["start_delay_days"] > 0, "scenario no longer shows both"
+    text = report.render(s)
+    assert f"the whole {best['term_months']}-month term is billed" in text
+    assert f"is {usd(best['amortised_cost_usd'])} (amortised)" in text
+    assert f"finishes in {days(best['finish_days'])}: about {best['start_delay_days']:.0f} days of porting" in text
+    assert f"Where: {best['cloud']} (" in text and best["instance_type"] in text
+    assert "team on CUDA on NVIDIA today" in text
 
 
 def test_downloads_parse():
@@ -91,12 +178,11 @@ def test_downloads_parse():
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert width > 400 and height > 200
     assert base64.b64decode(found["cost.svg"]).startswith(b"<svg")
-    page = base64.b64decode(found["accelerator-report.html"]).decode()
-    assert (
-        page.startswith("<!doctype html>")
-        and "13.0B parameters" in page
-        and page.count("<svg") == len(train_charts.TEMPLATES)
-    )
+    page = base64.b64decode(found["accelerator-brief.html"]).decode()
+    assert page.startswith("<!doctype html>") and "13.0B-parameter" in page and "?params_b=13" in page
+    labels = re.findall(r"<a class='wb-link' download='[^']+' href='[^']+'>([^<]+)</a>", d.train.downloads.value)
+    assert "Training cost by accelerator (PNG)" in labels and "One-page brief (HTML)" in labels
+    assert not [label for label in labels if label in ("PNG", "SVG")]
 
 
 def needs_browser(test):
@@ -105,20 +191,21 @@ def needs_browser(test):
 
 
 @needs_browser
-def test_report_renders_in_chromium_without_network(scenario, tmp_path):
+def test_brief_renders_offline_and_prints_on_one_page(scenario, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    path = tmp_path / "report.html"
-    path.write_text(report.render(scenario))
+    path = tmp_path / "brief.html"
+    path.write_text(report.render(scenario, link="?params_b=13&mode=train"))
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page()
         requests = []
         page.on("request", lambda r: requests.append(r.url))
         page.goto(path.as_uri())
-        assert page.locator("svg").count() == len(train_charts.TEMPLATES) and "Recommendation" in page.inner_text(
-            "body"
-        )
+        assert page.locator("svg").count() == 1 and "Runners-up" in page.inner_text("body")
+        for paper in ("A4", "Letter"):
+            pdf = page.pdf(format=paper, print_background=True)
+            assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == 1, paper
         browser.close()
     assert [u for u in requests if not u.startswith("file://")] == []
 
@@ -140,16 +227,6 @@ def test_scenario_link_opens_the_same_scenario():
         )
         body = page.inner_text("body")
         assert "unknown link parameter 'colour'" in body
-        href = page.locator("a.wb-link").get_attribute("href")
+        href = page.locator(".wb-share a.wb-link").get_attribute("href")
         assert "params_b=13" in href and "framework=jax" in href and "precision=fp8" in href
         browser.close()
-
-
-def test_todays_practice_preset_and_platform_links_reach_the_scenario():
-    values, problems = links.parse("params_b=8&tokens=todays_practice&platform=tpu&framework=jax", CLOUDS)
-    assert not problems and values["tokens_preset"] == "todays_practice" and values["current_platform"] == "tpu"
-    scenario = state.scenario_from({**state.DEFAULTS, **values})
-    assert scenario.tokens == 15e12 and scenario.current_platform == "tpu"
-    assert "tokens=todays_practice" in links.build({**state.DEFAULTS, **values}, "train")
-    default = state.scenario_from(state.DEFAULTS)
-    assert default.tokens == 20 * default.model.params

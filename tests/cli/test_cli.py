@@ -6,8 +6,6 @@ import sys
 
 import pytest
 
-from workbook.charts import training as train_charts
-
 KEYS = {
     "accelerator",
     "chips",
@@ -114,7 +112,7 @@ def test_report_command_writes_a_self_contained_page(cli, tmp_path):
     result = cli("report", "--params", "7e9", "--days", "14", "--pricing", "spot", "--out", str(out))
     assert result.returncode == 0, result.stderr
     text = out.read_text()
-    assert "Recommendation" in text and text.count("<svg") == len(train_charts.TEMPLATES) and "<script" not in text
+    assert "Runners-up" in text and text.count("<svg") == 1 and "<script" not in text
     bad = cli("report", "--params", "7e9", "--out", str(tmp_path / "missing" / "r.html"))
     assert bad.returncode == 2 and "--out" in bad.stderr and bad.stderr.count("\n") == 1
 
@@ -168,3 +166,22 @@ def test_mfu_help_states_the_range_the_check_accepts(cli):
     base = ["train", "--params", "7e9", "--accelerator", "h100-sxm", "--mfu"]
     assert cli(*base, str(low)).returncode == 0 and cli(*base, str(high)).returncode == 0
     assert cli(*base, str(high + 0.01)).returncode == 2 and cli(*base, str(low / 2)).returncode == 2
+
+
+def test_prices_flag_on_train_compare_serve_and_report(cli, tmp_path):
+    mine = tmp_path / "mine.csv"
+    mine.write_text(
+        "accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source\n"
+        "h100-sxm,nebius,on-demand,0.80,2026-01-01,our contract\n"
+    )
+    common = ["--params", "70e9", "--prices", str(mine)]
+    train = json.loads(cli("train", *common, "--accelerator", "h100-sxm", "--cloud", "nebius", "--json").stdout)
+    assert train["usd_per_chip_hour"] == 0.8 and train["user_price"] is True
+    compare = json.loads(cli("compare", *common, "--pricing", "on-demand", "--json").stdout)
+    assert compare[0]["accelerator"] == "h100-sxm" and compare[0]["user_price"] is True
+    serve = cli("serve", *common, "--accelerator", "h100-sxm", "--cloud", "nebius")
+    assert serve.returncode == 0 and "your price" in serve.stdout
+    out = tmp_path / "brief.html"
+    assert cli("report", *common, "--out", str(out)).returncode == 0 and "your price" in out.read_text()
+    missing = cli("train", "--params", "70e9", "--accelerator", "h100-sxm", "--prices", str(tmp_path / "no.csv"))
+    assert missing.returncode == 2 and "--prices" in missing.stderr

@@ -80,6 +80,44 @@ def test_override_replaces_and_leaves_shipped_file_alone(tmp_path):
     assert (catalog.DATA_DIR / "prices.csv").read_bytes() == shipped
 
 
+def test_negotiated_price_replaces_list_prices_of_that_accelerator_cloud_and_pricing(tmp_path):
+    shipped = catalog.load().usable_prices()
+    nebius = shipped.filter((pl.col("accelerator_id") == "h100-sxm") & (pl.col("cloud") == "nebius"))
+    assert nebius.filter(pl.col("pricing_model") == "on-demand").height >= 1, "needs a shipped row to replace"
+    path = _override(tmp_path, GOOD_HEADER + "h100-sxm,nebius,on-demand,1.20,2026-11-01,our contract\n")
+    cat = catalog.load(price_overrides=path)
+    summary = cat.price_summary(("on-demand",), ("nebius",)).filter(pl.col("accelerator_id") == "h100-sxm")
+    assert summary["usd_per_chip_hour"].item() == 1.20 and summary["user_price"].item()  # not a median with $2.95
+    assert summary["price_rows"].item() == 1
+    others = cat.price_summary(("on-demand",)).filter(pl.col("accelerator_id") != "h100-sxm")
+    assert others.height > 0 and not others["user_price"].any()
+    # Other pricing models of that cloud keep their list prices.
+    kept = cat.usable_prices().filter(
+        (pl.col("accelerator_id") == "h100-sxm")
+        & (pl.col("cloud") == "nebius")
+        & (pl.col("pricing_model") != "on-demand")
+    )
+    assert kept.height == nebius.filter(pl.col("pricing_model") != "on-demand").height
+
+
+def test_negotiated_price_for_one_region_leaves_the_other_regions(tmp_path):
+    shipped = catalog.load().usable_prices()
+    aws = shipped.filter(
+        (pl.col("accelerator_id") == "h100-sxm") & (pl.col("cloud") == "aws") & (pl.col("pricing_model") == "on-demand")
+    )
+    region = aws["region"][0]
+    assert aws["region"].n_unique() > 1, "needs a second region to keep"
+    header = GOOD_HEADER.rstrip("\n") + ",region\n"
+    cat = catalog.load(
+        price_overrides=_override(tmp_path, header + f"h100-sxm,aws,on-demand,1.5,2026-11-01,ours,{region}\n")
+    )
+    rows = cat.usable_prices().filter(
+        (pl.col("accelerator_id") == "h100-sxm") & (pl.col("cloud") == "aws") & (pl.col("pricing_model") == "on-demand")
+    )
+    assert rows.filter(pl.col("region") == region)["usd_per_chip_hour"].to_list() == [1.5]
+    assert rows.filter(pl.col("region") != region).height == aws.filter(pl.col("region") != region).height
+
+
 @pytest.mark.parametrize(
     "body, expected",
     [

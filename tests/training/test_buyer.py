@@ -68,6 +68,23 @@ def test_price_is_cheapest_region_that_can_run_the_job_and_overrides_win(tmp_pat
     ours = catalog.load(price_overrides=mine)
     overridden = options.evaluate(s, ours).filter((pl.col("accelerator_id") == "h100-sxm") & (pl.col("cloud") == "aws"))
     assert overridden["usd_per_chip_hour"].item() == 9.5  # dearer than the cheapest shipped quote, and still used
+    assert overridden["user_price"].item() and overridden["region"].item() == "any"
+
+
+def test_a_negotiated_price_for_one_region_competes_with_the_other_regions(tmp_path):
+    s = Scenario(model=ModelSpec.from_params(70e9), tokens=1.4e12, days=30, pricing=("on-demand",))
+    h100_aws = (pl.col("accelerator_id") == "h100-sxm") & (pl.col("cloud") == "aws")
+    listed = options.evaluate(s).filter(h100_aws).row(0, named=True)
+    regions = catalog.load().price_quotes(("on-demand",)).filter(h100_aws)["region"].unique().to_list()
+    elsewhere = next(r for r in regions if r != listed["region"])
+    header = "accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source,region\n"
+    for region, price, mine in ((listed["region"], 0.5, True), (elsewhere, 9.5, False)):
+        path = tmp_path / f"{region}.csv"
+        path.write_text(header + f"h100-sxm,aws,on-demand,{price},2026-11-01,deal,{region}\n")
+        row = options.evaluate(s, catalog.load(price_overrides=path)).filter(h100_aws).row(0, named=True)
+        # cheaper than every list price: it wins its region and the job; dearer: a list price elsewhere stays cheaper
+        assert row["user_price"] is mine and row["region"] == listed["region"]
+        assert row["usd_per_chip_hour"] == (price if mine else listed["usd_per_chip_hour"])
 
 
 def test_small_instances_do_not_price_a_multi_node_job():

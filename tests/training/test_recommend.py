@@ -44,3 +44,21 @@ def test_gcp_only_and_framework_switch_reason():
 def test_impossible_budget_says_why():
     r = _rec(budget_usd=10)
     assert r.best is None and "No option" in r.reasons[0]
+
+
+def test_a_cheaper_negotiated_price_wins_and_is_marked(tmp_path):
+    from workbook import catalog
+    from workbook.app import state
+
+    scenario = state.scenario_from({"days": 60})  # at 30 days on-demand capacity leaves H100 past the deadline
+    before = recommend.recommend(options.evaluate(scenario, catalog.load()))
+    assert before.best is not None and before.best["accelerator_id"] != "h100-sxm"
+    mine = tmp_path / "mine.csv"
+    mine.write_text(
+        "accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source\n"
+        "h100-sxm,nebius,on-demand,0.80,2026-01-01,our contract\n"
+    )
+    after = recommend.recommend(options.evaluate(scenario, catalog.load(price_overrides=mine)))
+    assert after.best["accelerator_id"] == "h100-sxm" and after.best["cloud"] == "nebius"
+    assert "your price" in after.headline and any("your price" in r for r in after.reasons)
+    assert "your price" not in before.headline

@@ -7,6 +7,7 @@ medians Ampere 0.313, Hopper 0.202, TPU 0.136, Volta 0.222.
 
 import math
 
+import polars as pl
 import pytest
 
 from workbook import catalog
@@ -58,3 +59,25 @@ def test_held_out_family_really_is_held_out(cat):
 def test_errors_are_log_ratios(backtest):
     row = backtest.row(0, named=True)
     assert row["error"] == pytest.approx(math.log(row["predicted_chip_hours"] / row["reported_chip_hours"]))
+
+
+def test_accuracy_in_plain_words():
+    summary = validation.Summary(
+        runs=41,
+        median_abs_error=0.18,
+        worst_abs_error=math.log(5.1),
+        worst_run="llama32-1b",
+        within_25_percent=25,
+        beyond_factor_two=2,
+        within_band=29,
+        naive_median_abs_error=0.504,
+        naive_worst_abs_error=2.29,
+    )
+    first, second = summary.words()
+    assert "41 published training runs within 20% on median" in first and "within 66%" in first  # e^0.18 - 1
+    assert "25 of 41 within 25%, 2 off by more than a factor of 2" in second and "factor of 5.1" in second
+    assert "ln" not in " ".join(summary.words())
+    per_family = pl.DataFrame({"family": ["TPU", "Hopper"], "runs": [1, 19], "median_abs_error": [0.136, 0.202]})
+    held_out = validation.held_out_words(per_family)
+    assert "Hopper within 22% (19 runs); TPU within 15% (1 run)" in held_out and "flatter" in held_out
+    assert "No chip family" in validation.held_out_words(per_family.clear())

@@ -1,86 +1,130 @@
-"""Scenario links: the app's state <-> a URL query string. Pure functions; invalid values become messages.
+"""Scenario links: every control of both tabs <-> a URL query string. Pure functions; bad values become messages.
 
-Parameter names (stable, used in shared links): params_b, active_params_b, tokens_b, tokens (a preset),
-framework, platform (the team's current platform), days, precision, pricing, cloud, mode (train | serve).
+A link carries every Train control under its own name (``params_b``, ``budget_musd``, ``mfu_override``...), every
+Serve control under ``serve_<name>`` once the Serve tab has been opened, and ``mode`` (train | serve), the tab that
+was showing. What each value may be (range, choices) is read from the controls themselves by :func:`fields_of`, so
+a new control is in the link with no change here. Older links still open: without ``moe``, ``active_params_b``
+implies a mixture of experts; without ``tokens_preset``, ``tokens_b`` is a token count of your own; ``platform`` and
+``tokens`` are the older names of ``current_platform`` and ``tokens_preset``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 from urllib.parse import parse_qs, urlencode
 
-from workbook.app.state import TOKEN_PRESETS
-from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
-from workbook.training.scenario import PLATFORMS
-
-NUMBERS = {  # name -> (control, low, high)
-    "params_b": ("params_b", 0.1, 2000.0),
-    "active_params_b": ("active_params_b", 0.1, 2000.0),
-    "tokens_b": ("tokens_b", 1.0, 100_000.0),
-    "days": ("days", 1, 365),
-}
-CHOICES = {
-    "framework": FRAMEWORKS,
-    "precision": PRECISIONS,
-    "pricing": PRICING_MODELS,
-    "mode": ("train", "serve"),
-    "platform": tuple(PLATFORMS),
-    "tokens": tuple(p for p in TOKEN_PRESETS if p != "custom"),
-}
-CONTROL = {"platform": "current_platform", "tokens": "tokens_preset"}  # link name -> control name where they differ
+SERVE_PREFIX = "serve_"
+MODES = ("train", "serve")
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+ALIASES = {"platform": "current_platform", "tokens": "tokens_preset"}  # older links
 
 
-def parse(query: str | None, clouds: list[str]) -> tuple[dict, list[str]]:
-    """Control values found in ``query`` and one message per value that was not accepted."""
-    values: dict = {}
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """What one control accepts: ``kind`` is number, integer, bool or choice."""
+
+    kind: str
+    low: float = -math.inf
+    high: float = math.inf
+    choices: tuple = ()
+
+    def read(self, name: str, raw: str) -> tuple[object, str | None]:
+        """(value, None) or (None, a message naming the parameter and what it accepts)."""
+        if self.kind == "bool":
+            if raw.lower() in TRUE + FALSE:
+                return raw.lower() in TRUE, None
+            return None, f"{name}={raw!r} is not 1 or 0"
+        if self.kind == "choice":
+            if raw in self.choices:
+                return raw, None
+            return None, f"{name}={raw!r} is not one of {', '.join(map(str, self.choices))}"
+        try:
+            number = float(raw)
+        except ValueError:
+            return None, f"{name}={raw!r} is not a number"
+        if not math.isfinite(number) or not self.low <= number <= self.high:
+            return None, f"{name}={raw} is outside {self.low:g}-{self.high:g}"
+        if self.kind == "integer":
+            if number != int(number):
+                return None, f"{name}={raw} is not a whole number"
+            return int(number), None
+        return number, None
+
+    def write(self, value: object) -> str:
+        if self.kind == "bool":
+            return "1" if value else "0"
+        if self.kind == "number":
+            return repr(float(value))  # the shortest text that reads back as exactly this float
+        return str(value)
+
+
+def fields_of(controls: dict) -> dict[str, Field]:
+    """Describe widget-like controls (duck-typed: ``options``, ``min``/``max``, ``base`` of a log slider).
+    Free number boxes (no bounds) accept 0 or more: every such control here is a money amount or a rate."""
+    fields = {}
+    for name, control in controls.items():
+        value = control.value
+        if hasattr(control, "options"):
+            choices = tuple(o[1] if isinstance(o, tuple) else o for o in control.options)
+            fields[name] = Field("choice", choices=choices)
+        elif isinstance(value, bool):
+            fields[name] = Field("bool")
+        else:
+            kind = "integer" if isinstance(value, int) else "number"
+            low, high = getattr(control, "min", 0.0), getattr(control, "max", math.inf)
+            base = getattr(control, "base", None)
+            if base is not None:  # a log slider's min and max are exponents
+                low, high = base**low, base**high
+            fields[name] = Field(kind, low, high)
+    return fields
+
+
+def parse(query: str | None, train: dict[str, Field], serve: dict[str, Field]) -> tuple[dict, dict, str, list[str]]:
+    """(Train values, Serve values, mode, one message per parameter that was not accepted) from ``query``."""
+    train_values: dict = {}
+    serve_values: dict = {}
+    mode = "train"
     problems: list[str] = []
     for name, items in parse_qs((query or "").lstrip("?"), keep_blank_values=True).items():
         raw = items[-1]
-        if name in NUMBERS:
-            control, low, high = NUMBERS[name]
-            try:
-                number = float(raw)
-            except ValueError:
-                problems.append(f"{name}={raw!r} is not a number; using the default")
-                continue
-            if not low <= number <= high:
-                problems.append(f"{name}={raw} is outside {low:g}-{high:g}; using the default")
-                continue
-            values[control] = int(number) if name == "days" else number
-        elif name in CHOICES or name == "cloud":
-            allowed = ("any", *clouds) if name == "cloud" else CHOICES[name]
-            if raw not in allowed:
-                problems.append(f"{name}={raw!r} is not one of {', '.join(allowed)}; using the default")
-                continue
-            values[CONTROL.get(name, name)] = raw
+        name = ALIASES.get(name, name) if ALIASES.get(name) in train else name
+        if name == "mode":
+            field, target, key = Field("choice", choices=MODES), None, name
+        elif name.startswith(SERVE_PREFIX) and name.removeprefix(SERVE_PREFIX) in serve:
+            key = name.removeprefix(SERVE_PREFIX)
+            field, target = serve[key], serve_values
+        elif name in train:
+            field, target, key = train[name], train_values, name
         else:
             problems.append(f"unknown link parameter {name!r} ignored")
-    if "active_params_b" in values:
-        values["moe"] = True
-    if "tokens_b" in values:
-        values["tokens_preset"] = "custom"
-    return values, problems
+            continue
+        value, problem = field.read(name, raw)
+        if problem:
+            problems.append(problem + "; using the default")
+        elif target is None:
+            mode = value
+        else:
+            target[key] = value
+    if "active_params_b" in train_values and "moe" in train and "moe" not in train_values:
+        train_values["moe"] = True
+    if "tokens_b" in train_values and "tokens_preset" in train and "tokens_preset" not in train_values:
+        train_values["tokens_preset"] = "custom"
+    return train_values, serve_values, mode, problems
 
 
-def build(values: dict, mode: str) -> str:
-    """The query string (without '?') that reopens these control values."""
+def build(train_values: dict, train: dict[str, Field], mode: str, serve_values: dict | None = None, serve=None) -> str:
+    """The query string (without '?') that reopens these values on the ``mode`` tab. The token count is left out
+    while a preset derives it; Serve values only when given (the Serve tab was opened)."""
     query = {
-        "params_b": f"{values['params_b']:.4g}",
-        "framework": values["framework"],
-        "platform": values["current_platform"],
-        "days": values["days"],
-        "precision": values["precision"],
-        "pricing": values["pricing"],
-        "cloud": values["cloud"],
-        "mode": mode,
+        name: field.write(train_values[name])
+        for name, field in train.items()
+        if not (name == "tokens_b" and train_values.get("tokens_preset", "custom") != "custom")
     }
-    if values.get("moe"):
-        query["active_params_b"] = f"{values['active_params_b']:.4g}"
-    preset = values.get("tokens_preset", "compute_optimal")
-    if preset == "custom":
-        query["tokens_b"] = f"{values['tokens_b']:.4g}"
-    elif preset != "compute_optimal":
-        query["tokens"] = preset
+    if serve_values is not None:
+        query |= {SERVE_PREFIX + name: field.write(serve_values[name]) for name, field in serve.items()}
+    query["mode"] = mode
     return urlencode(query)
 
 

@@ -97,9 +97,21 @@ class ServeView:
         self.frame: pl.DataFrame | None = None
         self.recommendation: serving.ServingRecommendation | None = None
         self.scenario: serving.ServeScenario | None = None
+        self.stale = False  # the inputs are invalid: no answer is shown (nor linked, nor in the brief)
+        self._syncing = False
         for control in self.controls.values():
-            control.observe(lambda change: self.update(), names="value")
+            control.observe(lambda change: self._syncing or self.update(), names="value")
         self.widget = self._layout()
+
+    def set_values(self, values: dict) -> None:
+        """Set several controls at once (a scenario link), then recompute once."""
+        self._syncing = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._syncing = False
+        self.update()
 
     def _layout(self) -> w.Widget:
         c = self.controls
@@ -177,11 +189,14 @@ class ServeView:
         except Exception as err:  # never a traceback in the page
             self._show_stale(f"This serving scenario could not be computed ({type(err).__name__}: {err}).")
             return
+        self.stale = False
         stale.show_fresh(self.charts)
         self.status.value = ""
 
     def _show_stale(self, error: str) -> None:
+        self.stale = True
         self.frame = None  # the train-then-serve chart must not be refreshed from a previous answer
+        self.recommendation = None
         stale.show_stale(self.card, self.table, self.charts)
         self.status.value = stale.messages([error], [])
 

@@ -9,10 +9,10 @@ import ipywidgets as w
 from workbook.app import views
 
 STALE_CARD = (
-    f'<div class="wb-card wb-stale" style="{views.CARD_STYLE};color:#666">No answer for these inputs: fix what the '
-    "message above names, and the answer, charts and table come back.</div>"
+    '<div class="wb-card wb-stale">No answer for these inputs: fix what the message above names, and the answer, '
+    "charts and table come back.</div>"
 )
-STALE_TABLE = "<div class='wb-table wb-stale' style='color:#666'>(no options: the inputs are not valid)</div>"
+STALE_TABLE = "<div class='wb-table wb-stale'>(no options: the inputs are not valid)</div>"
 
 
 def show_stale(card: w.HTML, table: w.HTML, charts: w.Widget, *cleared: w.HTML) -> None:

@@ -11,7 +11,8 @@ import ipywidgets as w
 import polars as pl
 
 from workbook import catalog as catalog_mod
-from workbook.app import links, stale, state, views
+from workbook import present
+from workbook.app import stale, state, views
 from workbook.app.chartgrid import ChartGrid
 from workbook.app.controls import log_slider
 from workbook.app.upload import PriceUpload, mib
@@ -29,12 +30,18 @@ LABELS = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
 class TrainView:
     """Controls -> Scenario -> ``options.evaluate_full`` -> card, charts, table; recomputed on every change.
 
-    ``mode`` tells which tab is showing (for the share link); ``on_result`` is called after each new result.
+    ``on_result`` is called after each new result; ``brief_extras`` gives the one-page brief's scenario link and
+    serving answer (keyword arguments of :func:`workbook.report.render`).
     """
 
-    def __init__(self, catalog: catalog_mod.Catalog, mode: Callable[[], str], on_result: Callable[[], None]):
+    def __init__(
+        self,
+        catalog: catalog_mod.Catalog,
+        on_result: Callable[[], None],
+        brief_extras: Callable[[], dict] = dict,
+    ):
         self.catalog = catalog
-        self.mode = mode
+        self.brief_extras = brief_extras
         self.on_result = on_result
         self.controls = self._controls()
         self.status = w.HTML()
@@ -46,7 +53,7 @@ class TrainView:
         self.stale = False  # the inputs are invalid: no answer is shown
         self.notices: dict[str, str] = {}  # messages that outlive one computation ("link", "prices"), as HTML
         self.prices_name: str | None = None  # the accepted price upload in use
-        self._prepared_for: pl.DataFrame | None = None  # the result whose downloads are on the page
+        self._prepared_for: tuple[pl.DataFrame, dict] | None = None  # the result and extras of the downloads shown
         self._syncing = False
         self.widget = self._layout()
         for control in self.controls.values():
@@ -145,7 +152,9 @@ class TrainView:
                 c["usd_per_engineer_week"],
                 w.HTML(
                     "<small>Your negotiated prices: a CSV with columns accelerator_id, cloud, pricing_model, "
-                    "usd_per_chip_hour, as_of, source (see README).</small>"
+                    "usd_per_chip_hour, as_of, source (optional: region). Each row replaces the list prices of that "
+                    "accelerator, cloud and pricing model (in every region unless you name one) and is marked "
+                    '"your price" (see README).</small>'
                 ),
                 c["price_file"],
             ]
@@ -175,13 +184,10 @@ class TrainView:
             ],
             layout=w.Layout(width="460px", min_width="440px"),
         )
-        self.link = w.HTML()
         self.downloads = w.HTML()
-        self.prepare = w.Button(description="Prepare downloads", tooltip="table CSV, charts PNG/SVG, one-page report")
+        self.prepare = w.Button(description="Prepare downloads", tooltip="table CSV, charts PNG/SVG, one-page brief")
         self.prepare.on_click(lambda _: self.prepare_downloads())
-        share = w.HBox(
-            [self.link, self.prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap")
-        )
+        share = w.HBox([self.prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap"))
         right = w.VBox(
             [self.status, self.card, share, self.charts, w.HTML("<h3>All options</h3>"), self.table],
             layout=w.Layout(flex="1 1 auto"),
@@ -201,21 +207,34 @@ class TrainView:
     def prepare_downloads(self) -> None:
         """Table as CSV, each chart as PNG and SVG, and the one-page report, as data links (offline).
 
-        Once per result: the button shows "Preparing..." and is disabled meanwhile, and clicks queued while the
-        kernel worked (measured before: ten clicks held the kernel for 19 s) find the downloads already there."""
-        if self.stale or self.frame is None or self._prepared_for is self.frame:
+        Once per result (and per scenario link and serving answer, which the brief shows): the button shows
+        "Preparing..." and is disabled meanwhile, and clicks queued while the kernel worked (measured before: ten
+        clicks held the kernel for 19 s) find the downloads already there."""
+        extras = self.brief_extras()
+        if self.stale or self.frame is None or self._prepared(extras):
             return
         self.prepare.disabled, self.prepare.description = True, "Preparing..."
         try:
             self.downloads.value = views.downloads(
-                self.frame.select(options.OUTPUT_COLUMNS), self.scenario, self.catalog
+                self.frame.select(options.OUTPUT_COLUMNS), self.scenario, self.catalog, **extras
             )
-            self._prepared_for = self.frame
+            self._prepared_for = (self.frame, extras)
         finally:
             self.prepare.disabled, self.prepare.description = False, "Prepare downloads"
 
+    def _prepared(self, extras: dict) -> bool:
+        """The downloads on the page are of this result, link and serving answer (compared by identity)."""
+        if self._prepared_for is None:
+            return False
+        frame, done = self._prepared_for
+        return frame is self.frame and done["link"] == extras.get("link") and done["serving"] is extras.get("serving")
+
+    def link_controls(self) -> dict[str, w.Widget]:
+        """The controls a scenario link carries: all but the price file upload."""
+        return {k: c for k, c in self.controls.items() if not isinstance(c, PriceUpload)}
+
     def values(self) -> dict:
-        return {k: c.value for k, c in self.controls.items() if not isinstance(c, PriceUpload)}
+        return {k: c.value for k, c in self.link_controls().items()}
 
     def _on_change(self, change) -> None:
         if self._syncing:
@@ -248,7 +267,12 @@ class TrainView:
             try:
                 self.catalog = catalog_mod.load(price_overrides=target)
                 self.prices_name = upload["name"]
-                self.notices["prices"] = views.message(f"Using your prices from {upload['name']}.", "info")
+                mine = self.catalog.prices.filter(pl.col("user_price")).height
+                self.notices["prices"] = views.message(
+                    f"Using your prices from {upload['name']}: {present.count(mine, 'row')} replacing the list "
+                    "prices of the same accelerator, cloud and pricing model.",
+                    "info",
+                )
             except DataError as err:
                 problem = str(err).replace(str(target), upload["name"])
                 self.notices["prices"] = views.message(
@@ -291,7 +315,7 @@ class TrainView:
 
     def _show_stale(self, error: str) -> None:
         self.stale = True
-        stale.show_stale(self.card, self.table, self.charts, self.link, self.downloads)
+        stale.show_stale(self.card, self.table, self.charts, self.downloads)  # the shell removes the share link
         self.status.value = stale.messages([error], list(self.notices.values()))
 
     def _recompute(self, scenario) -> None:
@@ -310,5 +334,4 @@ class TrainView:
         self.charts.datasets = charts.tab_datasets(
             everything, scenario.constraints.deadline_days, scenario.model.params
         )
-        self.link.value = views.share_link(links.build(self.values(), self.mode()))
         self.downloads.value = ""

@@ -15,15 +15,10 @@ from workbook.training.recommend import Recommendation
 
 message = present.message  # the views' one-line notices (errors, info)
 
-# Inline card style of the serving card, kept until that card moves to present.card (the serving engineer's).
-CARD_STYLE = (
-    "border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:#f6f8fa;font-size:14px;line-height:1.45"
-)
-
 
 def _option_line(option: dict) -> str:
     return (
-        f"<b>{html.escape(option['name'])}</b> on {html.escape(option['cloud'])} ({option['pricing_model']}): "
+        f"<b>{html.escape(option['name'])}</b> on {html.escape(option['cloud'])} ({_pricing(option)}): "
         f"{present.count(option['chips'], 'chip')}, {days(option['train_days'])}, <b>{usd(option['cost_usd'])}</b>"
     )
 
@@ -39,6 +34,10 @@ def recommendation(rec: Recommendation) -> str:
     return present.card(rec.headline, "".join(parts))
 
 
+def _pricing(option: dict) -> str:
+    return (option["pricing_model"] or "–") + (" · your price" if option.get("user_price") else "")
+
+
 def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
     """All options, cheapest first, formatted ($1.2M, 18.5 days); infeasible ones last with the reason."""
     shown = frame.head(limit).to_dicts()
@@ -47,18 +46,30 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
             r["name"],
             r["cloud"] or "–",
             r["region"] or "–",
-            r["pricing_model"],
+            _pricing(r),
             f"{r['chips']:,}" if r["chips"] else "–",
             days(r["finish_days"]) if r["finish_days"] else "–",
             usd(r["cost_usd"]) if r["cost_usd"] is not None else "–",
-            f"{usd(r['cost_usd_low'])}–{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
+            f"{usd(r['cost_usd_low'])} to {usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
+            present.energy(r["energy_kwh"], r["co2e_kg"]) if r["chips"] else "–",
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
             "ok" if r["feasible"] else (r["infeasible_reason"] or ""),
         ]
         for r in shown
     ]
-    head = ["Accelerator", "Cloud", "Region", "Pricing", "Chips", "Finish (porting + training)", "Cost", "Cost range"]
-    head += ["Memory / chip", "Status"]
+    head = [
+        "Accelerator",
+        "Cloud",
+        "Region",
+        "Pricing",
+        "Chips",
+        "Finish (porting + training)",
+        "Cost",
+        "Cost range",
+        "Energy (CO2e)",
+        "Memory / chip",
+        "Status",
+    ]
     hidden = frame.height - len(shown)
     more = f"<div class='wb-more'>{present.count(hidden, 'more option')} not shown</div>" if hidden else ""
     return present.table(head, rows, muted=[not r["feasible"] for r in shown]) + more
@@ -70,38 +81,34 @@ def claims_table(checks) -> str:
     return present.table(head, ([c.claim, c.verdict, c.finding] for c in checks), css_class="wb-claims")
 
 
-def accuracy(lines: list[str]) -> str:
+def accuracy(words: list[str], engineer_lines: list[str] = ()) -> str:
+    """How accurate the training estimates are: plain words first, the engineers' figures folded below."""
+    details = (
+        "<details><summary>For engineers: errors as |ln(predicted / published)|</summary>"
+        + present.items(engineer_lines, "wb-lines")
+        + "</details>"
+        if engineer_lines
+        else ""
+    )
     return (
-        "<div class='wb-accuracy'><p>Every estimate comes from MFU calibrated on published "
-        "throughput benchmarks and a goodput fitted on published whole training runs. Predicting those runs' "
-        "chip-hours with this same model gives:</p>"
-        + present.items(lines, "wb-lines")
-        + "<p>Details, every run and a leave-one-family-out check: notebooks/validation.ipynb.</p></div>"
+        "<div class='wb-accuracy'><p>Every estimate comes from MFU calibrated on published throughput benchmarks "
+        "and a goodput fitted on published whole training runs. Checked against those runs:</p>"
+        + present.items(words, "wb-lines")
+        + details
+        + "<p>Details, every run and the held-out check: notebooks/validation.ipynb.</p></div>"
     )
 
 
 def serving_card(rec, model_label: str = "") -> str:
     """The serving answer (:func:`workbook.serving.recommend_serving`) in plain words: where, how many chips,
     what a million tokens and a month cost, warnings first (above the headroom target, at a latency's edge)."""
-    label = f"<div style='color:#555;margin-bottom:4px'>{html.escape(model_label)}</div>" if model_label else ""
-    warnings = "".join(
-        f"<div class='wb-warning' style='color:#9a6700;font-weight:600'>{html.escape(w)}</div>" for w in rec.warnings
-    )
-    items = "".join(f"<li>{html.escape(r)}</li>" for r in rec.reasons)
+    label = f"<div class='wb-note'>{html.escape(model_label)}</div>" if model_label else ""
+    warnings = "".join(f"<div class='wb-warning'>{html.escape(w)}</div>" for w in rec.warnings)
     ruled_out = ""
     if rec.infeasible.height:
-        blocked = "".join(
-            f"<li>{html.escape(r['name'])}: {html.escape(r['reason'] or '')}</li>" for r in rec.infeasible.to_dicts()
-        )
-        ruled_out = (
-            f"<details style='margin-top:6px'><summary>Ruled out ({rec.infeasible.height})</summary>"
-            f"<ul style='margin:4px 0 0 18px;padding:0'>{blocked}</ul></details>"
-        )
-    return (
-        f'<div class="wb-card" style="{CARD_STYLE}">{label}<div class="wb-headline" '
-        f'style="font-size:18px;font-weight:600">{html.escape(rec.headline)}</div>{warnings}'
-        f"<ul style='margin:4px 0 0 18px;padding:0'>{items}</ul>{ruled_out}</div>"
-    )
+        blocked = present.items(f"{r['name']}: {r['reason'] or ''}" for r in rec.infeasible.to_dicts())
+        ruled_out = f"<details><summary>Ruled out ({rec.infeasible.height})</summary>{blocked}</details>"
+    return present.card(rec.headline, label + warnings + present.items(rec.reasons) + ruled_out)
 
 
 def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
@@ -114,43 +121,42 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
         "Load",
         "TTFT",
         "ms/token",
-        "$ / M tokens",
+        "$ / M output tokens",
         "Memory / chip",
         "Status",
     ]
-    rows = []
-    for r in frame.head(limit).to_dicts():
-        cells = [
+    shown = frame.head(limit).to_dicts()
+    rows = [
+        [
             r["name"],
             r["stack_name"],
             r["cloud"] or "–",
-            r["pricing_model"],
-            f"{r['replicas']:,} x {r['chips_per_replica']}",
+            _pricing(r),
+            "–" if r["replicas"] is None else f"{r['replicas']:,} x {r['chips_per_replica']}",
             f"{r['utilisation']:.0%}" if r["feasible"] else "–",
-            f"{r['ttft_ms']:.0f} ms",
+            f"{r['ttft_ms']:,.0f} ms",
             f"{r['tpot_ms']:.1f}",
-            "–" if r["usd_per_million_tokens"] is None else f"{r['usd_per_million_tokens']:.3f}",
+            "–" if r["usd_per_million_tokens"] is None else f"${r['usd_per_million_tokens']:,.2f}",
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
             "ok" if r["feasible"] else r["infeasible_reason"],
         ]
-        style = "" if r["feasible"] else " style='color:#888'"
-        rows.append(
-            f"<tr{style}>" + "".join(f"<td style='padding:2px 8px'>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
-        )
-    return (
-        "<table class='wb-table wb-serve-table' style='border-collapse:collapse;font-size:13px'><thead><tr>"
-        + "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>" for h in head)
-        + "</tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table>"
-    )
+        for r in shown
+    ]
+    return present.table(head, rows, css_class="wb-table wb-serve-table", muted=[not r["feasible"] for r in shown])
 
 
 def share_link(query: str) -> str:
-    """A link to this scenario and a button that copies its full URL (relative to the page: works behind proxies)."""
+    """A link to this scenario and a button that copies the link's own (absolute) address: the anchor resolves it
+    against the page, so it works behind proxies. "Link copied" shows for a few seconds; where the clipboard API
+    is missing (a plain-http page) a hidden text area and the copy command are used."""
     href = html.escape("?" + query, quote=True)
     script = html.escape(
-        f"navigator.clipboard.writeText(new URL('?{query}', location.href).href);this.textContent='Link copied';",
+        "var b=this,u=b.parentNode.querySelector('a.wb-link').href;"
+        "function done(t){b.textContent=t;setTimeout(function(){b.textContent='Copy link'},4000)}"
+        "function old(){var t=document.createElement('textarea');t.value=u;document.body.appendChild(t);t.select();"
+        "var ok=document.execCommand('copy');t.remove();done(ok?'Link copied':'Copy failed: right-click the link')}"
+        "if(navigator.clipboard){navigator.clipboard.writeText(u).then(function(){done('Link copied')},old)}"
+        "else{old()}",
         quote=True,
     )
     return (
@@ -163,29 +169,34 @@ def _data_link(label: str, filename: str, mime: str, payload: bytes) -> str:
     import base64
 
     encoded = base64.b64encode(payload).decode()
-    return f"<a download='{filename}' href='data:{mime};base64,{encoded}'>{html.escape(label)}</a>"
+    return f"<a class='wb-link' download='{filename}' href='data:{mime};base64,{encoded}'>{html.escape(label)}</a>"
 
 
-def downloads(frame: pl.DataFrame, scenario, catalog) -> str:
-    """Data links for the option table (CSV), the charts (PNG and SVG) and the one-page HTML report."""
+def downloads(frame: pl.DataFrame, scenario, catalog, link: str = "", serving=None) -> str:
+    """Data links named by what they are: the option table (CSV), each chart (PNG, SVG), the one-page brief."""
     import vl_convert as vlc
 
     from workbook import report
+    from workbook.charts import training as charts
 
     _, built = report.chart_specs(scenario, catalog)
     parts = [
         _data_link(
-            "Table (CSV)",
+            "Option table (CSV)",
             "options.csv",
             "text/csv",
             frame.with_columns(pl.col("price_as_of").cast(pl.String)).write_csv().encode(),
-        )
+        ),
+        _data_link(
+            "One-page brief (HTML)",
+            "accelerator-brief.html",
+            "text/html",
+            report.render(scenario, catalog, link=link, serving=serving).encode(),
+        ),
     ]
     for name, chart in built.items():
         spec = chart.to_dict()
-        parts.append(_data_link(f"{name} PNG", f"{name}.png", "image/png", vlc.vegalite_to_png(spec, scale=2)))
-        parts.append(_data_link("SVG", f"{name}.svg", "image/svg+xml", vlc.vegalite_to_svg(spec).encode()))
-    parts.append(
-        _data_link("Report (HTML)", "accelerator-report.html", "text/html", report.render(scenario, catalog).encode())
-    )
+        title = charts.TITLES[name]
+        parts.append(_data_link(f"{title} (PNG)", f"{name}.png", "image/png", vlc.vegalite_to_png(spec, scale=2)))
+        parts.append(_data_link(f"{title} (SVG)", f"{name}.svg", "image/svg+xml", vlc.vegalite_to_svg(spec).encode()))
     return "<span class='wb-downloads'>" + "".join(parts) + "</span>"

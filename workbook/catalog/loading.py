@@ -4,7 +4,7 @@ Usage::
 
     from workbook import catalog
     cat = catalog.load()                                   # shipped data
-    cat = catalog.load(price_overrides="my_prices.csv")    # plus negotiated prices
+    cat = catalog.load(price_overrides="my_prices.csv")    # your negotiated prices replace list prices
 
 A bad file raises :class:`workbook.errors.DataError` whose message names the file,
 the CSV line (header = line 1) and the column. Loading overrides never writes to
@@ -34,6 +34,8 @@ from workbook.errors import DataError
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 PRICE_KEY = ["accelerator_id", "cloud", "region", "instance_type", "pricing_model"]
+OVERRIDE_KEY = ["accelerator_id", "cloud", "pricing_model"]
+ANY_REGION = "any"
 WHOLE_NODE_BASES = ("instance price / chips", "GPU + host VM")  # see pricebuild: instance price / chips in it
 
 
@@ -68,22 +70,20 @@ class Catalog:
     def price_quotes(self, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()) -> pl.DataFrame:
         """Every usable quote for these pricing models (and clouds), one row per region and instance.
 
-        Where the user gave their own price for an (accelerator, cloud, pricing model), only their rows count:
-        a negotiated price wins over every shipped quote, cheaper regions included. ``whole_node`` tells whether
-        the quote is an instance price divided by its chips (so the instance size limits which jobs it can run)
+        A negotiated price file has already replaced the shipped quotes it covers (:func:`layer_prices`; its rows
+        have ``user_price``), so the cheapest-region choice runs over the user's prices too. ``whole_node`` tells
+        whether the quote is an instance price divided by its chips (so the instance size limits which jobs it can run)
         rather than a rate published per chip-hour (commitments, neoclouds, TPU slices, overrides).
         """
         prices = self.usable_prices().filter(pl.col("pricing_model").is_in(list(pricing)))
         if clouds:
             prices = prices.filter(pl.col("cloud").is_in(list(clouds)))
-        option = ["accelerator_id", "cloud", "pricing_model"]
-        return prices.filter(pl.col("user_override") | ~pl.col("user_override").any().over(option)).with_columns(
-            pl.col("price_basis").is_in(WHOLE_NODE_BASES).alias("whole_node"),
-        )
+        return prices.with_columns(pl.col("price_basis").is_in(WHOLE_NODE_BASES).alias("whole_node"))
 
     def price_summary(self, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()) -> pl.DataFrame:
         """Per (accelerator, cloud, pricing model): the typical (median) USD per chip-hour, min..max over regions
-        and instances, how many quotes, the newest as-of date and whether any quote is approximate or second-hand.
+        and instances, how many quotes, the newest as-of date, whether any quote is approximate or second-hand, and
+        whether the price is the user's own (``user_price``: their negotiated file replaced the list prices).
         """
         return (
             self.price_quotes(pricing, clouds)
@@ -96,13 +96,14 @@ class Catalog:
                 pl.col("as_of").max().alias("price_as_of"),
                 pl.col("as_of_approx").any().alias("price_as_of_approx"),
                 pl.col("secondary_source").any().alias("price_secondary_source"),
+                pl.col("user_price").any().alias("user_price"),
             )
             .with_columns(pl.col("usd_per_chip_hour").alias("usd_per_chip_hour_typical"))
         )
 
     def cheapest_quotes(self, jobs: pl.DataFrame, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()):
         """For each row of ``jobs`` (row, accelerator_id, cloud, pricing_model, chips, block_chips, kind): the
-        cheapest quote of an instance that can run the job, with its region and instance.
+        cheapest quote of an instance that can run the job, with its region, instance and ``user_price``.
 
         Training runs on whole nodes: an instance priced as a whole (``whole_node``) qualifies when it holds at
         least min(job chips, the accelerator's node or slice block) chips; TPU slices are priced linearly per chip
@@ -125,6 +126,7 @@ class Catalog:
             pl.col("as_of").alias("quote_as_of"),
             pl.col("as_of_approx").alias("quote_as_of_approx"),
             pl.col("secondary_source").alias("quote_secondary_source"),
+            "user_price",
         )
         return (
             jobs.select("row", "accelerator_id", "cloud", "pricing_model", "chips", "block_chips", "kind")
@@ -326,25 +328,42 @@ def shipped_kinds() -> pl.DataFrame:
     return read_table(DATA_DIR / "kinds.csv", schemas.Kinds)
 
 
+def layer_prices(shipped: pl.DataFrame, mine: pl.DataFrame) -> pl.DataFrame:
+    """Negotiated prices replace list prices: a row of ``mine`` removes every shipped row with its accelerator,
+    cloud and pricing model in its region (region ``any``: in every region of that cloud), whatever the
+    instance type or date; rows for other clouds or pricing models are added. The result has a ``user_price``
+    column (True for the user's rows), so cards and tables can say "your price"."""
+    covered = mine.select(*OVERRIDE_KEY, pl.col("region").alias("_region")).unique()
+    replaced = (
+        shipped.with_row_index("_row")
+        .join(covered, on=OVERRIDE_KEY)
+        .filter((pl.col("_region") == ANY_REGION) | (pl.col("_region") == pl.col("region")))["_row"]
+    )
+    kept = shipped.with_row_index("_row").filter(~pl.col("_row").is_in(replaced.implode())).drop("_row")
+    return pl.concat(
+        [kept.with_columns(user_price=pl.lit(False)), mine.with_columns(user_price=pl.lit(True))], how="vertical"
+    )
+
+
 def load(data_dir: Path | str | None = None, price_overrides: Path | str | None = None) -> Catalog:
     """Load and validate every table; optionally layer a user's price file over the shipped prices.
 
-    Override rows replace shipped rows with the same (accelerator, cloud, region, instance,
-    pricing model) and add new ones; they are marked ``source`` as the user gave it.
+    Override rows replace the shipped rows for the same accelerator, cloud and pricing model (see
+    :func:`layer_prices`); the prices frame has a ``user_price`` column either way.
     """
     root = Path(data_dir) if data_dir is not None else DATA_DIR
     kinds = read_table(root / "kinds.csv", schemas.Kinds)
     accelerators = read_table(root / "accelerators.csv", schemas.Accelerators)
     _unknown_ids(accelerators, kinds["kind"].to_list(), str(root / "accelerators.csv"), "kind")
     known = accelerators["accelerator_id"].to_list()
-    prices = read_table(root / "prices.csv", schemas.Prices).with_columns(user_override=pl.lit(False))
+    prices = read_table(root / "prices.csv", schemas.Prices)
     _unknown_ids(prices, known, str(root / "prices.csv"))
     if price_overrides is not None:
-        extra = read_table(price_overrides, schemas.Prices).with_columns(user_override=pl.lit(True))
+        extra = read_table(price_overrides, schemas.Prices)
         _unknown_ids(extra, known, str(price_overrides))
-        # An override wins over every shipped row with its key, whatever their dates (and, in price_quotes,
-        # over every shipped row of its accelerator, cloud and pricing model).
-        prices = pl.concat([prices.join(extra.select(PRICE_KEY), on=PRICE_KEY, how="anti"), extra])
+        prices = layer_prices(prices, extra)
+    else:
+        prices = prices.with_columns(user_price=pl.lit(False))
     runs = read_table(root / "reference_runs.csv", schemas.ReferenceRuns)
     _unknown_ids(runs, known, str(root / "reference_runs.csv"))
     serving_runs = read_table(root / "inference_runs.csv", schemas.InferenceRuns)

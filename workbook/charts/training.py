@@ -29,6 +29,13 @@ from workbook.charts.common import (
 )
 from workbook.training import options
 
+TITLES = {  # one name per chart: its title in the page and its download's label
+    "cost": "Training cost by accelerator",
+    "frontier": "Cost vs time to train",
+    "memory": "Memory per chip",
+    "size": "Cost and chips vs model size",
+}
+
 
 # ---- 1. cost by option --------------------------------------------------------------------------
 @functools.cache
@@ -58,7 +65,7 @@ def cost_template() -> alt.LayerChart:
     band = base.mark_rule(color="#333", strokeWidth=1.5).encode(x="cost_usd_low:Q", x2="cost_usd_high:Q", y=y)
     return alt.layer(bars, band, message_layer()).properties(
         title=alt.TitleParams(
-            "Training cost by accelerator", subtitle="cheapest cloud and pricing for each; black line = low-high range"
+            TITLES["cost"], subtitle="cheapest cloud and pricing for each; black line = low-high range"
         ),
         width=WIDTH,
     )
@@ -119,7 +126,7 @@ def frontier_template() -> alt.LayerChart:
         x="deadline:Q", y=alt.value(4), text="label:N"
     )
     return alt.layer(lines, rule, label, message_layer()).properties(
-        title=alt.TitleParams("Cost vs time to train", subtitle="each point is a chip count; more chips finish sooner"),
+        title=alt.TitleParams(TITLES["frontier"], subtitle="each point is a chip count; more chips finish sooner"),
         width=WIDTH,
         height=260,
     )
@@ -178,7 +185,7 @@ def memory_template() -> alt.LayerChart:
         .encode(x="hbm_gb:Q", y=y, tooltip=[alt.Tooltip("hbm_gb:Q", title="HBM capacity (GB)", format=".0f")])
     )
     return alt.layer(bars, capacity, message_layer()).properties(
-        title=alt.TitleParams("Memory per chip", subtitle="by component; red tick = HBM capacity"), width=WIDTH
+        title=alt.TitleParams(TITLES["memory"], subtitle="by component; red tick = HBM capacity"), width=WIDTH
     )
 
 
@@ -251,7 +258,7 @@ def size_template() -> alt.HConcatChart:
         alt.layer(cost_panel, now, cross, message_layer()), alt.layer(chips_panel, now, cross)
     ).properties(
         title=alt.TitleParams(
-            "Cost and chips vs model size",
+            TITLES["size"],
             subtitle=[
                 "leading GPU and TPU options, sized for the target days; dashed = your model",
                 "purple = where the cheaper option flips; a line ends where no documented job is big enough",

@@ -160,6 +160,7 @@ SERVE_COLUMNS = [
     "price_rows",
     "price_as_of",
     "price_secondary_source",
+    "user_price",
 ]
 
 

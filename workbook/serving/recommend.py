@@ -13,7 +13,7 @@ import dataclasses
 
 import polars as pl
 
-from workbook.training.recommend import usd
+from workbook.present import count, per_million_tokens, price_basis, usd
 
 EDGE_FRACTION = 0.9  # a latency at 90%+ of its target is "at the edge"
 
@@ -63,7 +63,7 @@ def _compare(best: dict, other: dict) -> str:
     saving = 1 - best["usd_per_million_tokens"] / other["usd_per_million_tokens"]
     return (
         f"{saving:.0%} cheaper per token than {other['name']} on {other['cloud']} with {other['stack_name']} "
-        f"(${other['usd_per_million_tokens']:.3f} per million, {other['chips']:,} chips)."
+        f"({per_million_tokens(other['usd_per_million_tokens'])}, {count(other['chips'], 'chip')})."
     )
 
 
@@ -101,9 +101,9 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"Memory per chip: {best['memory_per_chip_gb']:.0f} GB of {best['hbm_gb']:.0f} GB "
         f"(weights {best['weights_gb']:.0f}, KV cache of {best['sequences']:,.0f} sequences in flight "
         f"{best['kv_cache_gb']:.0f}).",
-        f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, median of {best['price_rows']} price "
-        f"quote(s) as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
-        f"${best['usd_per_million_tokens_at_full_load']:.3f} per million tokens.",
+        f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, {price_basis(best)} "
+        f"as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
+        f"{per_million_tokens(best['usd_per_million_tokens_at_full_load'])}.",
     ]
     if best["price_secondary_source"]:
         reasons.append(
@@ -111,9 +111,10 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         )
     if runners:
         reasons.append(_compare(best, runners[0]))
+    mine = ", your price" if best.get("user_price") else ""
     headline = (
-        f"Serve on {best['name']} ({best['cloud']}, {best['pricing_model']}) with {best['stack_name']}: "
-        f"{best['chips']:,} chips, ${best['usd_per_million_tokens']:.3f} per million output tokens, "
+        f"Serve on {best['name']} ({best['cloud']}, {best['pricing_model']}{mine}) with {best['stack_name']}: "
+        f"{count(best['chips'], 'chip')}, {per_million_tokens(best['usd_per_million_tokens'])}, "
         f"{usd(best['usd_per_month'])} a month"
     )
     return ServingRecommendation(

@@ -426,6 +426,7 @@ OUTPUT_COLUMNS = [
     "price_as_of",
     "price_as_of_approx",
     "price_secondary_source",
+    "user_price",
     "compute_cost_usd",
     "compute_cost_usd_low",
     "compute_cost_usd_high",

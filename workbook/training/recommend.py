@@ -19,11 +19,12 @@ import polars as pl
 
 from workbook import catalog as catalog_mod
 from workbook.catalog.schemas import PRICING_MODELS
-from workbook.present import count, days, usd
+from workbook.present import count, days, energy, price_basis, usd
 from workbook.training import options
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
+UNNAMED_REGIONS = (None, "any", "unknown", "ALL")  # price rows whose region names no place a buyer can choose
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +49,7 @@ def _schedule(option: dict) -> str:
 
 def describe(option: dict) -> str:
     """One line: chip on cloud (pricing, region): chips, schedule, cost with its range."""
-    region = f", {option['region']}" if option.get("region") not in (None, "any", "unknown", "ALL") else ""
+    region = f", {option['region']}" if option.get("region") not in UNNAMED_REGIONS else ""
     bill = " whole-term bill" if option.get("term_months") else ""
     return (
         f"{option['name']} on {option['cloud']} ({option['pricing_model']}{region}): {count(option['chips'], 'chip')}, "
@@ -172,7 +173,11 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
             None, [], blocked, [f"No option meets the constraints. {why}"], "No accelerator meets these constraints"
         )
     best, runners = ranked[0], ranked[1:3]
-    reasons = [f"Cheapest option that meets the constraints: {describe(best)}."]
+    reasons = [
+        f"Cheapest option that meets the constraints; its cost could be {usd(best['cost_usd_low'])} to "
+        f"{usd(best['cost_usd_high'])} (efficiency and price uncertainty), training in {days(best['train_days_low'])} "
+        f"to {days(best['train_days_high'])}. Energy: {energy(best['energy_kwh'], best['co2e_kg'])}."
+    ]
     if runners:
         reasons.append(f"{best['name']} is {_compare(best, runners[0])}")
         close = _close_call(best, runners[0])
@@ -196,15 +201,16 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         else ""
     )
     reasons.append(
-        f"Price: ${best['usd_per_chip_hour']:.2f} per chip-hour, the cheapest of {count(best['price_rows'], 'quote')} "
+        f"Price: ${best['usd_per_chip_hour']:.2f} per chip-hour, {price_basis(best, 'the cheapest')} "
         f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({best['instance_type']}, "
         f"region {best['region']}); "
         f"typical ${best['usd_per_chip_hour_typical']:.2f}; as of {age}{best['price_as_of']:%Y-%m}." + caveat
     )
     reasons.append(_main_risk(best))
     bill = f" (whole {best['term_months']}-month term)" if best["term_months"] else ""
+    mine = ", your price" if best.get("user_price") else ""
     headline = (
-        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}): {count(best['chips'], 'chip')}, "
+        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}{mine}): {count(best['chips'], 'chip')}, "
         f"{_schedule(best)}, {usd(best['cost_usd'])}{bill}"
     )
     return Recommendation(best, runners, blocked, reasons, headline)

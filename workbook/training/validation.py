@@ -18,6 +18,7 @@ import polars as pl
 
 from workbook.catalog import Catalog
 from workbook.model import flops
+from workbook.present import count
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
 from workbook.training.scenario import ModelSpec, Scenario
@@ -162,6 +163,32 @@ class Summary:
             f"within 25%: {self.within_25_percent}; off by more than 2x: {self.beyond_factor_two}; "
             f"reported value inside the predicted band: {self.within_band}",
         ]
+
+    def words(self) -> list[str]:
+        """The same figures for a manager: "within 20% on median" (a |ln| error e read as e^e - 1, so 0.180 is
+        "within 20%"), counts of runs, the worst in plain factors."""
+        return [
+            f"Predicted the chip-hours of {self.runs} published training runs within "
+            f"{math.expm1(self.median_abs_error):.0%} on median (the rule of thumb 6 x parameters x tokens at 50% "
+            f"of peak: within {math.expm1(self.naive_median_abs_error):.0%}).",
+            f"{self.within_25_percent} of {self.runs} within 25%, {self.beyond_factor_two} off by more than a factor "
+            f"of 2 (the worst, {self.worst_run}, by a factor of {math.exp(self.worst_abs_error):.1f}); the published "
+            f"figure lies inside the predicted range for {self.within_band}.",
+        ]
+
+
+def held_out_words(per_family: pl.DataFrame) -> str:
+    """``leave_one_family_out`` in plain words: the honest accuracy, since the runs above also calibrated it."""
+    if per_family.height == 0:
+        return "No chip family has published runs to hold out."
+    parts = [
+        f"{r['family']} within {math.expm1(r['median_abs_error']):.0%} ({count(r['runs'], 'run')})"
+        for r in per_family.sort("runs", descending=True).iter_rows(named=True)
+    ]
+    return (
+        "Those runs also calibrated the model, so the figures above flatter it. Held out (each chip family "
+        "predicted by a model calibrated without its runs), on median: " + "; ".join(parts) + "."
+    )
 
 
 def summarize(frame: pl.DataFrame) -> Summary:
