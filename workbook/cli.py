@@ -18,6 +18,7 @@ from workbook import report, serving
 from workbook.catalog import pricebuild
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
+from workbook.model.spec import PRESETS
 from workbook.training import options
 from workbook.training.scenario import COMPUTE_OPTIMAL_TOKENS_PER_PARAM, Assumptions, Constraints, ModelSpec, Scenario
 
@@ -44,6 +45,15 @@ TRAIN_KEYS = [
     "hbm_gb",
     "fits_in_memory",
     "min_chips_to_fit",
+    "layout",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "context_parallel",
+    "expert_parallel",
+    "data_parallel",
+    "global_batch_tokens",
+    "recompute",
+    "goodput",
     "energy_kwh",
     "co2e_kg",
     "run_framework",
@@ -79,10 +89,17 @@ def _positive(flag: str, integer: bool = False):
 
 
 def _scenario_flags(p: argparse.ArgumentParser, single: bool) -> None:
-    p.add_argument("--params", type=_positive("--params"), required=True, help="total parameters, e.g. 70e9")
+    p.add_argument("--params", type=_positive("--params"), help="total parameters, e.g. 70e9 (or --model/--config)")
+    p.add_argument("--model", help="model preset: " + ", ".join(PRESETS) + ", generic-<params>")
+    p.add_argument("--config", help="path of a Hugging Face config.json giving the model's shape")
+    p.add_argument(
+        "--global-batch-tokens",
+        type=_positive("--global-batch-tokens"),
+        help="tokens per optimizer step (default grows with model size: 4M up to 70B, 16M at 405B)",
+    )
     p.add_argument("--tokens", type=_positive("--tokens"), help="training tokens (default: 20 per parameter)")
     p.add_argument("--active-params", type=_positive("--active-params"), help="active parameters per token (MoE)")
-    p.add_argument("--seq-len", type=_positive("--seq-len", integer=True), default=4096)
+    p.add_argument("--seq-len", type=_positive("--seq-len", integer=True), help="sequence length (default 4096)")
     if single:
         p.add_argument("--accelerator", required=True, help="accelerator id (see `accelerators`)")
     group = p.add_mutually_exclusive_group()
@@ -151,10 +168,10 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
     if args.mfu is not None and not 0 < args.mfu < 1:
         raise InputError("--mfu", f"must be between 0 and 1, got {args.mfu:g}")
     try:
-        model = ModelSpec.from_params(args.params, args.active_params, seq_len=args.seq_len)
+        model = _model(args)
         return Scenario(
             model=model,
-            tokens=args.tokens or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * args.params,
+            tokens=args.tokens or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * model.params,
             framework=args.framework,
             precision=args.precision,
             chips=args.chips,
@@ -162,10 +179,23 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
             pricing=(args.pricing,) if args.pricing else PRICING_MODELS,
             accelerators=(args.accelerator,) if getattr(args, "accelerator", None) else (),
             constraints=Constraints(clouds=(args.cloud,) if args.cloud else ()),
-            assumptions=Assumptions(mfu_override=args.mfu),
+            assumptions=Assumptions(mfu_override=args.mfu, global_batch_tokens=args.global_batch_tokens),
         )
     except InputError as err:
         raise InputError(f"--{err.field.replace('_', '-')}", err.message) from None
+
+
+def _model(args) -> ModelSpec:
+    """The model from --model, --config or --params (one of them), with --seq-len applied."""
+    given = [flag for flag in ("params", "model", "config") if getattr(args, flag, None) is not None]
+    if len(given) != 1:
+        raise InputError("--params", "give exactly one of --params, --model, --config")
+    seq_len = getattr(args, "seq_len", None)
+    if given == ["model"]:
+        return ModelSpec.preset(args.model, seq_len)
+    if given == ["config"]:
+        return ModelSpec.from_hf_config(args.config, seq_len)
+    return ModelSpec.from_params(args.params, args.active_params, seq_len=seq_len or 4096)
 
 
 def _check_ids(args, cat: catalog_mod.Catalog) -> None:
@@ -178,7 +208,7 @@ def _check_ids(args, cat: catalog_mod.Catalog) -> None:
     clouds = sorted(cat.prices["cloud"].unique())
     if args.cloud and args.cloud not in clouds:
         raise InputError("--cloud", f"unknown cloud {args.cloud!r}; accepted: {', '.join(clouds)}")
-    if args.active_params and args.active_params > args.params:
+    if args.active_params and args.params and args.active_params > args.params:
         raise InputError("--active-params", f"must not exceed --params ({args.params:g})")
 
 
@@ -187,7 +217,7 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
     kv = args.kv_precision or ("bf16" if args.precision == "int4" else args.precision)
     try:
         return serving.ServeScenario(
-            model=ModelSpec.from_params(args.params, args.active_params),
+            model=_model(args),
             weight_precision=args.precision,
             kv_precision=kv,
             prompt_tokens=args.prompt_tokens,
@@ -296,6 +326,8 @@ def run(argv: list[str]) -> int:
     frame = options.evaluate(_scenario(args, cat), cat)
     if args.command == "train":
         best = frame.head(1)
+        if best["infeasible_code"][0] == "no_training_stack":
+            raise InputError("--precision", best["infeasible_reason"][0])
         print(json.dumps(_records(best)[0], indent=1) if args.json else _table(best))
     else:
         print(json.dumps(_records(frame), indent=1) if args.json else _table(frame))
