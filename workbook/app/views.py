@@ -21,8 +21,13 @@ def message(text: str, kind: str = "error") -> str:
 def _option_line(option: dict) -> str:
     return (
         f"<b>{html.escape(option['name'])}</b> on {html.escape(option['cloud'])} ({option['pricing_model']}): "
-        f"{option['chips']:,} chips, {days(option['train_days'])}, <b>{usd(option['cost_usd'])}</b>"
+        f"{option['chips']:,} chips{_layout(option)}, {days(option['train_days'])}, <b>{usd(option['cost_usd'])}</b>"
     )
+
+
+def _layout(option: dict) -> str:
+    """' as TP8 x PP16 x DP128' (the planned parallel layout), or nothing when there is none."""
+    return f" as {html.escape(option['layout'])}" if option.get("layout") else ""
 
 
 def recommendation(rec: Recommendation) -> str:
@@ -63,15 +68,27 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
             r["cloud"] or "–",
             r["pricing_model"],
             f"{r['chips']:,}" if r["chips"] else "–",
+            r.get("layout") or "–",
             days(r["train_days"]) if r["train_days"] else "–",
             cost,
             band,
-            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
+            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
             "ok" if ok else (r["infeasible_reason"] or ""),
         ]
         style = "" if ok else " style='color:#888'"
         rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    head = ["Accelerator", "Cloud", "Pricing", "Chips", "Time", "Cost", "Cost range", "Memory / chip", "Status"]
+    head = [
+        "Accelerator",
+        "Cloud",
+        "Pricing",
+        "Chips",
+        "Layout",
+        "Time",
+        "Cost",
+        "Cost range",
+        "Memory / chip",
+        "Status",
+    ]
     more = (
         f"<div style='color:#666'>{frame.height - limit} more options not shown</div>" if frame.height > limit else ""
     )
@@ -162,7 +179,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
             f"{r['ttft_ms']:.0f} ms",
             f"{r['tpot_ms']:.1f}",
             "–" if r["usd_per_million_tokens"] is None else f"{r['usd_per_million_tokens']:.3f}",
-            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
+            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
             "ok" if r["feasible"] else r["infeasible_reason"],
         ]
         style = "" if r["feasible"] else " style='color:#888'"

@@ -30,6 +30,8 @@ ring uses half; the scale-out figure per chip is below (NIC per GPU, DCN per TPU
 
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 
 from workbook.model import memory
@@ -87,6 +89,7 @@ def scaleout_bytes_per_s() -> pl.Expr:
     return pl.coalesce(by_id, by_family, pl.lit(SCALEOUT_BYTES_PER_S["Ampere"]))
 
 
+@functools.lru_cache(maxsize=32)
 def layout_grid(recompute: str | None = None, zero_stage: int | None = None) -> pl.DataFrame:
     """Candidate layouts; ``recompute``/``zero_stage`` fix those choices (None: the planner picks)."""
     grid = (
@@ -224,20 +227,30 @@ def plan(frame: pl.DataFrame, chips: str, efficiency: str, settings: dict, exact
     m = pl.col("global_batch_tokens") / (d * b * pl.col("seq_len"))
     whole = (d.floor() == d) if exact else pl.lit(True)
     base = frame.drop([c for c in PLAN_COLUMNS if c in frame.columns]).with_row_index("_row")
-    expanded = base.join(grid, how="cross").filter(_applicable() & (d >= 1) & whole & (m >= 1))
+    expanded = (
+        base.join(grid, how="cross")
+        .with_columns(_d=d)
+        .with_columns(_m=m)
+        .filter(_applicable() & (pl.col("_d") >= 1) & whole & (pl.col("_m") >= 1))
+    )
+    d, m = pl.col("_d"), pl.col("_m")
     parts = _memory(settings, d, m)
     usable = pl.col("hbm_bytes") * settings["hbm_usable_fraction"]
     step = _step(n, d, m, pl.col(efficiency))
-    total = pl.sum_horizontal(list(step.values()))
-    expanded = expanded.with_columns(
-        **{f"{k}_bytes": v for k, v in parts.items()},
-        memory_per_chip_bytes=pl.sum_horizontal(list(parts.values())),
-        **step,
-        step_s=total,
-        data_parallel=d,
-        expert_parallel=_expert_parallel(d),
-        micro_batches=m,
-    ).with_columns(fits_in_memory=pl.col("memory_per_chip_bytes") <= usable)
+    expanded = (
+        expanded.with_columns(
+            **{f"{k}_bytes": v for k, v in parts.items()},
+            **step,
+            data_parallel=d,
+            expert_parallel=_expert_parallel(d),
+            micro_batches=m,
+        )
+        .with_columns(
+            memory_per_chip_bytes=pl.sum_horizontal([f"{k}_bytes" for k in parts]),
+            step_s=pl.sum_horizontal(list(step)),
+        )
+        .with_columns(fits_in_memory=pl.col("memory_per_chip_bytes") <= usable)
+    )
     rank = pl.when(pl.col("fits_in_memory")).then(pl.col("step_s")).otherwise(pl.col("memory_per_chip_bytes"))
     best = (
         expanded.with_columns(_rank=rank)

@@ -260,6 +260,15 @@ def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) ->
     return frame.with_columns(**{f"{name}_gb": pl.col(f"{name}_bytes") / 1e9 for name in memory.COMPONENTS})
 
 
+def _size_once_per_plan(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
+    """:func:`_size` once per (accelerator, job, spot or not): clouds and other pricing models share the plan."""
+    key = ["accelerator_id", "job", "_spot"]
+    frame = frame.with_columns(_spot=pl.col("pricing_model") == "spot")
+    sized = _size(frame.unique(key, keep="first", maintain_order=True), s, cal)
+    added = [c for c in sized.columns if c not in frame.columns]
+    return frame.join(sized.select(*key, *added), on=key, how="left").drop("_spot")
+
+
 def _clouds_per_accelerator(cat: catalog_mod.Catalog) -> pl.DataFrame:
     return cat.usable_prices().group_by("accelerator_id").agg(pl.col("cloud").n_unique().alias("clouds_offering"))
 
@@ -378,7 +387,7 @@ def evaluate_full(
         .join(_clouds_per_accelerator(cat), on="accelerator_id", how="left")
         .with_columns(pl.col("pricing_model").fill_null(scenario.pricing[0]))
     )
-    frame = _costs(_size(frame, scenario, cal), scenario).with_columns(
+    frame = _costs(_size_once_per_plan(frame, scenario, cal), scenario).with_columns(
         memory_per_chip_gb=pl.col("memory_per_chip_bytes") / 1e9,
         hbm_gb=pl.col("hbm_bytes") / 1e9,
         fits_in_memory=(

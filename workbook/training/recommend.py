@@ -124,7 +124,8 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch") -> Recommend
         + caveat
     )
     headline = (
-        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}): {best['chips']:,} chips, "
-        f"{days(best['train_days'])}, {usd(best['cost_usd'])}"
+        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}): {best['chips']:,} chips"
+        + (f" ({best['layout']})" if best.get("layout") else "")
+        + f", {days(best['train_days'])}, {usd(best['cost_usd'])}"
     )
     return Recommendation(best, runners, blocked, reasons, headline)
