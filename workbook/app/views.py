@@ -24,8 +24,14 @@ CARD_STYLE = (
 def _option_line(option: dict) -> str:
     return (
         f"<b>{html.escape(option['name'])}</b> on {html.escape(option['cloud'])} ({option['pricing_model']}): "
-        f"{present.count(option['chips'], 'chip')}, {days(option['train_days'])}, <b>{usd(option['cost_usd'])}</b>"
+        f"{present.count(option['chips'], 'chip')}{_layout(option)}, {days(option['train_days'])}, "
+        f"<b>{usd(option['cost_usd'])}</b>"
     )
+
+
+def _layout(option: dict) -> str:
+    """' as TP8 x PP16 x DP128' (the planned parallel layout), or nothing when there is none."""
+    return f" as {html.escape(option['layout'])}" if option.get("layout") else ""
 
 
 def recommendation(rec: Recommendation) -> str:
@@ -49,16 +55,17 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
             r["region"] or "–",
             r["pricing_model"],
             f"{r['chips']:,}" if r["chips"] else "–",
+            r.get("layout") or "–",
             days(r["finish_days"]) if r["finish_days"] else "–",
             usd(r["cost_usd"]) if r["cost_usd"] is not None else "–",
             f"{usd(r['cost_usd_low'])}–{usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
-            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
+            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
             "ok" if r["feasible"] else (r["infeasible_reason"] or ""),
         ]
         for r in shown
     ]
-    head = ["Accelerator", "Cloud", "Region", "Pricing", "Chips", "Finish (porting + training)", "Cost", "Cost range"]
-    head += ["Memory / chip", "Status"]
+    head = ["Accelerator", "Cloud", "Region", "Pricing", "Chips", "Layout", "Finish (porting + training)", "Cost"]
+    head += ["Cost range", "Memory / chip", "Status"]
     hidden = frame.height - len(shown)
     more = f"<div class='wb-more'>{present.count(hidden, 'more option')} not shown</div>" if hidden else ""
     return present.table(head, rows, muted=[not r["feasible"] for r in shown]) + more
@@ -130,7 +137,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
             f"{r['ttft_ms']:.0f} ms",
             f"{r['tpot_ms']:.1f}",
             "–" if r["usd_per_million_tokens"] is None else f"{r['usd_per_million_tokens']:.3f}",
-            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
+            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
             "ok" if r["feasible"] else r["infeasible_reason"],
         ]
         style = "" if r["feasible"] else " style='color:#888'"

@@ -27,22 +27,23 @@ TARGET_MEDIAN_ABS_LN_ERROR = 0.15
 FACTOR_TWO = math.log(2)
 
 
-def _job(row: dict, domain: int) -> dict:
-    spec = ModelSpec.from_params(row["params"], row["active_params"], seq_len=row["seq_len"] or 2048)
-    return {
-        "sweep": row["run_id"],
-        "params": spec.params,
-        "active_params": spec.active_params,
-        "n_layers": row["n_layers"] or spec.n_layers,
-        "hidden_dim": spec.hidden_dim,
-        "attention_dim": row["attention_dim"] or spec.attention_dim,
-        "seq_len": spec.seq_len,
-        "tokens": row["tokens"],
-        "target_days": None,
-        "chips_given": row["chips"] or domain,
-        "deadline_days": None,
-        "budget_usd": None,
-    }
+def _jobs(planned: pl.DataFrame, typical_days: float) -> pl.DataFrame:
+    """One job per run: its shape, tokens and chip count; where the count is not published, the chips that
+    finish the run in ``typical_days`` (the median duration of the published runs that state one)."""
+    rows = [
+        {
+            "sweep": r["run_id"],
+            **calibration_mod.shape(r).columns(),
+            "global_batch_tokens": r["global_batch_tokens"],
+            "tokens": r["tokens"],
+            "target_days": None if r["chips"] else typical_days,
+            "chips_given": r["chips"],
+            "deadline_days": None,
+            "budget_usd": None,
+        }
+        for r in planned.iter_rows(named=True)
+    ]
+    return pl.DataFrame(rows, schema_overrides=options.JOB_SCHEMA).with_row_index("job")
 
 
 def full_runs(catalog: Catalog) -> pl.DataFrame:
@@ -57,23 +58,33 @@ def full_runs(catalog: Catalog) -> pl.DataFrame:
     )
 
 
+def _exact_flops(runs: pl.DataFrame) -> pl.Series:
+    """Model FLOPs per token with the exact attention term, per run (the second plain rule)."""
+    values = []
+    for r in runs.iter_rows(named=True):
+        spec = calibration_mod.shape(r)
+        values.append(flops.flops_per_token(spec.active_params, spec.n_layers, spec.attention_dim, spec.seq_len))
+    return pl.Series(values, dtype=pl.Float64)
+
+
 def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None = None) -> pl.DataFrame:
     """One row per full run: reported vs predicted chip-hours, band, error, and the naive baseline."""
     cal = calibration or calibration_mod.fit(catalog)
     runs = full_runs(catalog)
     parts = []
-    for (precision, framework), group in runs.group_by("precision", "framework", maintain_order=True):
-        jobs = pl.DataFrame(
-            [_job(r, r["scaleup_domain_chips"]) for r in group.iter_rows(named=True)],
-            schema_overrides={"target_days": pl.Float64, "deadline_days": pl.Float64, "budget_usd": pl.Float64},
-        ).with_row_index("job")
+    typical_days = float(runs["reported_days"].median())
+    planned = calibration_mod.runs_frame(catalog, catalog.reference_runs.join(runs.select("run_id"), on="run_id"))
+    planned = planned.select("run_id", "chips_planned", "global_batch_tokens").join(catalog.reference_runs, on="run_id")
+    for (precision, framework), group in planned.group_by("precision", "framework", maintain_order=True):
+        jobs = _jobs(group, typical_days)
         scenario = Scenario(
             model=ModelSpec.from_params(1e9),
             tokens=1e9,
             framework=framework,
             precision=precision,
             chips=8,
-            pricing=("on-demand",),
+            # Owned or contracted clusters: no on-demand capacity ceiling (the chips are the published ones).
+            pricing=("reserved-contract",),
             accelerators=tuple(group["accelerator_id"].unique()),
         )
         frame = options.evaluate_full(scenario, catalog, cal, jobs)
@@ -87,6 +98,7 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
     predicted = pl.concat(parts).select(
         pl.col("sweep").alias("run_id"),
         pl.col("chips").alias("chips_modelled"),
+        "layout",
         pl.col("train_days").alias("predicted_days"),
         *(
             pl.col(f"train_days{b}").mul(pl.col("chips")).mul(24).alias(f"predicted_chip_hours{b}")
@@ -101,16 +113,20 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
         / (NAIVE_MFU * pl.col("bf16_flops_per_s"))
         / 3600
     )
+    exact = pl.col("exact_flops_per_token") * pl.col("tokens") / (NAIVE_MFU * pl.col("bf16_flops_per_s")) / 3600
     return (
-        runs.join(predicted, on="run_id")
-        .with_columns(naive_chip_hours=naive)
+        runs.with_columns(exact_flops_per_token=_exact_flops(runs))
+        .join(predicted, on="run_id")
+        .with_columns(naive_chip_hours=naive, exact_flops_chip_hours=exact)
         .with_columns(
             error=(pl.col("predicted_chip_hours") / pl.col("reported_chip_hours")).log(),
             naive_error=(pl.col("naive_chip_hours") / pl.col("reported_chip_hours")).log(),
+            exact_flops_error=(pl.col("exact_flops_chip_hours") / pl.col("reported_chip_hours")).log(),
         )
         .with_columns(
             abs_error=pl.col("error").abs(),
             naive_abs_error=pl.col("naive_error").abs(),
+            exact_flops_abs_error=pl.col("exact_flops_error").abs(),
             within_band=(pl.col("predicted_chip_hours_low") <= pl.col("reported_chip_hours"))
             & (pl.col("reported_chip_hours") <= pl.col("predicted_chip_hours_high")),
         )
@@ -124,6 +140,8 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
             "active_params",
             "tokens",
             "chips",
+            "chips_modelled",
+            "layout",
             "reported_chip_hours",
             "predicted_chip_hours",
             "predicted_chip_hours_low",
@@ -133,6 +151,8 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
             "abs_error",
             "naive_error",
             "naive_abs_error",
+            "exact_flops_chip_hours",
+            "exact_flops_abs_error",
             "within_band",
             "source",
         )
