@@ -90,31 +90,61 @@ def scaleout_bytes_per_s() -> pl.Expr:
 
 
 @functools.lru_cache(maxsize=32)
-def layout_grid(recompute: str | None = None, zero_stage: int | None = None) -> pl.DataFrame:
-    """Candidate layouts; ``recompute``/``zero_stage`` fix those choices (None: the planner picks)."""
-    grid = (
+def _layouts_under_caps(recompute: str | None, zero_stage: int | None) -> pl.DataFrame:
+    """For every combination of caps (the largest tensor, pipeline and context degree a row allows), every layout
+    under them: ``_t``, ``_p``, ``_c``, ``recompute``, ``zero_stage``, in grid order. ``recompute``/``zero_stage``
+    fix those choices (None: the planner picks); ZeRO-3 (FSDP) only without a pipeline unless the stage is fixed.
+    """
+    degrees = {"_t": TP_DEGREES, "_p": PP_DEGREES, "_c": CP_DEGREES}
+    layouts = (
         pl.DataFrame({"_t": TP_DEGREES})
         .join(pl.DataFrame({"_p": PP_DEGREES}), how="cross")
         .join(pl.DataFrame({"_c": CP_DEGREES}), how="cross")
-        .join(pl.DataFrame({"recompute": RECOMPUTE}), how="cross")
+        .join(pl.DataFrame({"recompute": RECOMPUTE if recompute is None else (recompute,)}), how="cross")
         .join(pl.DataFrame({"zero_stage": ZERO_STAGES if zero_stage is None else (zero_stage,)}), how="cross")
     )
-    if recompute is not None:
-        grid = grid.filter(pl.col("recompute") == recompute)
     if zero_stage is None:
-        grid = grid.filter((pl.col("zero_stage") < 3) | (pl.col("_p") == 1))
-    return grid.with_columns(pl.col("_t", "_p", "_c").cast(pl.Float64))
-
-
-def _applicable() -> pl.Expr:
-    t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
-    heads = pl.col("attention_dim") / 128
+        layouts = layouts.filter((pl.col("zero_stage") < 3) | (pl.col("_p") == 1))
+    caps = pl.DataFrame({"_t_cap": TP_DEGREES}).join(pl.DataFrame({"_p_cap": PP_DEGREES}), how="cross")
+    caps = caps.join(pl.DataFrame({"_c_cap": CP_DEGREES}), how="cross")
     return (
-        (t <= pl.col("scaleup_domain_chips"))
-        & (t <= pl.max_horizontal(heads, pl.lit(1.0)))
-        & (p <= pl.col("n_layers"))
-        & ((c == 1) | (pl.col("seq_len") / c >= MIN_TOKENS_PER_CP_RANK))
+        caps.join(layouts, how="cross", maintain_order="left_right")
+        .filter(pl.all_horizontal(pl.col(k) <= pl.col(f"{k}_cap") for k in degrees))
+        .with_columns(pl.col(*degrees).cast(pl.Float64))
     )
+
+
+def _cap(limit: pl.Expr, degrees: tuple[int, ...]) -> pl.Expr:
+    """The largest of ``degrees`` (powers of two from 1) not above ``limit`` (1 when the limit is below 2)."""
+    return (2 ** (limit.clip(lower_bound=1).log(2) + 1e-9).floor()).clip(upper_bound=max(degrees)).cast(pl.Int64)
+
+
+def _candidates(rows: pl.LazyFrame, settings: dict, n: pl.Expr | None = None) -> pl.LazyFrame:
+    """Every applicable layout of each row (``_row``): ``rows`` with ``_t``, ``_p``, ``_c``, ``recompute``,
+    ``zero_stage``.
+
+    Tensor parallelism inside the scale-up domain and at most one head per rank; at most one layer per pipeline
+    stage; a context-parallel rank keeps at least ``MIN_TOKENS_PER_CP_RANK`` tokens. With a chip count ``n``,
+    also d = n / (t*p*c) >= 1 and m = G / (d*b*s) >= 1. Built by an equi-join on the caps, never a full grid
+    per row, and only on the row index (the inputs are joined to the survivors).
+    """
+    heads = pl.col("attention_dim") / 128
+    caps = rows.select(
+        "_row",
+        _t_cap=_cap(pl.min_horizontal(pl.col("scaleup_domain_chips"), heads), TP_DEGREES),
+        _p_cap=_cap(pl.col("n_layers").cast(pl.Float64), PP_DEGREES),
+        _c_cap=_cap(pl.col("seq_len") / MIN_TOKENS_PER_CP_RANK, CP_DEGREES),
+        _n=pl.lit(None, pl.Float64) if n is None else n,
+        _most=pl.col("global_batch_tokens") / (settings["micro_batch"] * pl.col("seq_len")),  # d at m = 1
+    )
+    layouts = _layouts_under_caps(settings.get("recompute"), settings.get("zero_stage")).lazy()
+    candidates = caps.join(layouts, on=["_t_cap", "_p_cap", "_c_cap"], maintain_order="left_right")
+    if n is not None:
+        model_parallel = pl.col("_t") * pl.col("_p") * pl.col("_c")
+        n = pl.col("_n")
+        candidates = candidates.filter((model_parallel <= n) & (model_parallel * pl.col("_most") >= n))
+    layout = candidates.select("_row", "_t", "_p", "_c", "recompute", "zero_stage")
+    return layout.join(rows, on="_row", maintain_order="left")
 
 
 def _memory(s: dict, d: pl.Expr, m: pl.Expr) -> dict[str, pl.Expr]:
@@ -206,33 +236,60 @@ def _step(chips: pl.Expr, d: pl.Expr, m: pl.Expr, efficiency: pl.Expr) -> dict[s
     }
 
 
+INPUT_COLUMNS = (
+    "params",
+    "active_params",
+    "expert_params",
+    "n_layers",
+    "hidden_dim",
+    "attention_dim",
+    "kv_dim",
+    "n_experts",
+    "experts_per_token",
+    "vocab_size",
+    "seq_len",
+    "global_batch_tokens",
+    "flops_per_token",
+    "attention_flops_per_token",
+    "hbm_bytes",
+    "peak_flops_per_s",
+    "scaleup_domain_chips",
+    "scaleup_bytes_per_s",
+    "scaleout_bytes_per_s",
+)  # what the planner reads from a row, besides the chip count and the efficiency
+
+
 def plan(frame: pl.DataFrame, chips: str, efficiency: str, settings: dict, exact: bool = True) -> pl.DataFrame:
     """The fastest layout per row of ``frame`` at ``chips`` (column name) chips.
 
-    ``frame`` needs the model shape, ``global_batch_tokens``, ``flops_per_token``,
+    ``frame`` needs the :data:`INPUT_COLUMNS` (model shape, ``global_batch_tokens``, ``flops_per_token``,
     ``attention_flops_per_token``, the accelerator's ``hbm_bytes``, ``peak_flops_per_s``, scale-up and
-    scale-out bandwidth, and the ``efficiency`` column (kernel efficiency). ``settings``: micro_batch,
+    scale-out bandwidth) and the ``efficiency`` column (kernel efficiency). ``settings``: micro_batch,
     hbm_usable_fraction, framework_overhead_bytes, recompute (None = choose), zero_stage (None = choose).
     ``exact``: the data-parallel degree must be a whole number (False while sizing on fractional chips).
     Adds the layout columns, ``step_s`` and its parts, ``mfu_planned`` (model FLOPs / peak), per-component
     bytes (``<component>_bytes``), ``memory_per_chip_bytes`` and ``fits_in_memory``. Rows where no layout fits
     keep the layout with the least memory (``fits_in_memory`` false); rows where none is allowed by the batch
-    or the chip count get null layout columns.
+    or the chip count get null layout columns. Rows with the same inputs are planned once.
     """
-    grid = layout_grid(settings.get("recompute"), settings.get("zero_stage"))
+    keys = [*INPUT_COLUMNS, chips, efficiency]
+    base = frame.drop([c for c in PLAN_COLUMNS if c in frame.columns])
+    distinct = base.select(keys).unique(maintain_order=True).with_row_index("_row")
+    best = _best_layouts(distinct, chips, efficiency, settings, exact)
+    planned = distinct.join(best, on="_row", how="left", maintain_order="left").drop("_row")
+    return base.join(planned, on=keys, how="left", nulls_equal=True, maintain_order="left")
+
+
+def _best_layouts(rows: pl.DataFrame, chips: str, efficiency: str, settings: dict, exact: bool) -> pl.DataFrame:
+    """:data:`PLAN_COLUMNS` of the best layout for each ``_row`` of ``rows`` (rows with no layout left out)."""
     n = pl.col(chips).cast(pl.Float64)
     model_parallel = pl.col("_t") * pl.col("_p") * pl.col("_c")
     d = n / model_parallel
     b = settings["micro_batch"]
     m = pl.col("global_batch_tokens") / (d * b * pl.col("seq_len"))
-    whole = (d.floor() == d) if exact else pl.lit(True)
-    base = frame.drop([c for c in PLAN_COLUMNS if c in frame.columns]).with_row_index("_row")
-    expanded = (
-        base.join(grid, how="cross")
-        .with_columns(_d=d)
-        .with_columns(_m=m)
-        .filter(_applicable() & (pl.col("_d") >= 1) & whole & (pl.col("_m") >= 1))
-    )
+    expanded = _candidates(rows.lazy(), settings, n).with_columns(_d=d).with_columns(_m=m)
+    if exact:
+        expanded = expanded.filter(pl.col("_d").floor() == pl.col("_d"))
     d, m = pl.col("_d"), pl.col("_m")
     parts = _memory(settings, d, m)
     usable = pl.col("hbm_bytes") * settings["hbm_usable_fraction"]
@@ -251,11 +308,11 @@ def plan(frame: pl.DataFrame, chips: str, efficiency: str, settings: dict, exact
         )
         .with_columns(fits_in_memory=pl.col("memory_per_chip_bytes") <= usable)
     )
-    rank = pl.when(pl.col("fits_in_memory")).then(pl.col("step_s")).otherwise(pl.col("memory_per_chip_bytes"))
-    best = (
-        expanded.with_columns(_rank=rank)
-        .sort(["_row", "fits_in_memory", "_rank"], descending=[False, True, False])
-        .unique("_row", keep="first", maintain_order=True)
+    # The fastest layout that fits; where none does, the one with the least memory (the first in order on ties).
+    fastest = pl.when(pl.col("fits_in_memory")).then(pl.col("step_s")).arg_min()
+    return (
+        expanded.group_by("_row")
+        .agg(pl.all().get(pl.coalesce(fastest, pl.col("memory_per_chip_bytes").arg_min())))
         .with_columns(
             tensor_parallel=pl.col("_t").cast(pl.Int64),
             pipeline_parallel=pl.col("_p").cast(pl.Int64),
@@ -266,8 +323,9 @@ def plan(frame: pl.DataFrame, chips: str, efficiency: str, settings: dict, exact
             * pl.col("global_batch_tokens")
             / (n * pl.col("step_s") * pl.col("peak_flops_per_s")),
         )
+        .select("_row", *PLAN_COLUMNS)
+        .collect()
     )
-    return base.join(best.select("_row", *PLAN_COLUMNS), on="_row", how="left").drop("_row")
 
 
 def min_chips(frame: pl.DataFrame, settings: dict) -> pl.DataFrame:
@@ -277,7 +335,6 @@ def min_chips(frame: pl.DataFrame, settings: dict) -> pl.DataFrame:
     Memory per chip = fixed + sharded / (d*c) for a layout, so d >= sharded / (c * (usable - fixed)); the
     pipeline is taken full (m >= p) and expert parallelism at its widest (e = experts), as at large d.
     """
-    grid = layout_grid(settings.get("recompute"), settings.get("zero_stage"))
     t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
     big = pl.lit(1e12)
     parts = _memory(settings, big, big)
@@ -289,19 +346,18 @@ def min_chips(frame: pl.DataFrame, settings: dict) -> pl.DataFrame:
     usable = pl.col("hbm_bytes") * settings["hbm_usable_fraction"]
     d_min = (sharded / (c * (usable - fixed))).clip(lower_bound=1.0)
     d_max = (pl.col("global_batch_tokens") / (settings["micro_batch"] * pl.col("seq_len"))).floor()
-    expanded = (
-        frame.with_row_index("_row")
-        .join(grid, how="cross")
-        .filter(_applicable())
+    distinct = frame.select(INPUT_COLUMNS).unique(maintain_order=True).with_row_index("_row")
+    agg = (
+        _candidates(distinct.lazy(), settings)
         .with_columns(
             _fit=pl.when((usable > fixed) & (d_min <= d_max)).then(t * p * c * d_min),
             _allowed=t * p * c * d_max,
         )
+        .group_by("_row")
+        .agg(pl.col("_fit").min().alias("min_chips_to_fit"), pl.col("_allowed").max().alias("max_chips_for_batch"))
     )
-    agg = expanded.group_by("_row").agg(
-        pl.col("_fit").min().alias("min_chips_to_fit"), pl.col("_allowed").max().alias("max_chips_for_batch")
-    )
-    return frame.with_row_index("_row").join(agg, on="_row", how="left").drop("_row")
+    limits = distinct.join(agg.collect(), on="_row", how="left", maintain_order="left").drop("_row")
+    return frame.join(limits, on=list(INPUT_COLUMNS), how="left", nulls_equal=True, maintain_order="left")
 
 
 def layout_words(prefix: str = "") -> pl.Expr:

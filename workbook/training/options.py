@@ -23,6 +23,7 @@ from workbook.training.scenario import PLATFORMS, Scenario, default_global_batch
 
 SWITCH_SUPPORT = ("limited", "unsupported")  # below "supported" the team moves to the native stack
 SCALE_ITERATIONS = 4  # fixed-point iterations: chips depend on the layout, the layout on chips
+CONVERGED = 1e-3  # relative change of the chip count below which a row's fixed point has settled
 BAND = ("", "_low", "_high")
 MIN_TRAIN_WINDOW_DAYS = 1.0  # sizing floor when porting eats the whole window (the deadline rule then says so)
 MAX_SIZED_CHIPS = 1e9  # far beyond any documented job (the largest in data/accelerators.csv is 500,000)
@@ -236,28 +237,54 @@ def _accelerator_frame(
     )
 
 
-def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
-    """Chips (given, or solved for the target days), the layout at that count, and the days, with bands."""
+def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.Series:
+    """Chips per row: ``chips_given``, or the count that finishes the job in its target days.
+
+    The count is a fixed point: chips -> the layout planned at that count -> its rate -> the chips needed,
+    from the fewest that fit. A row stops once its count moves by less than ``CONVERGED`` (the plans of the
+    rest go on), after at most ``SCALE_ITERATIONS`` plans; then it is rounded up to whole nodes/slices that
+    the last planned layout also divides (degrees are powers of two).
+    """
     # Spot runs lose time to preemptions, so they aim for a shorter uninterrupted time.
     target = pl.col("target_days") / cost.wall_hours_with_preemption(
         pl.lit(1.0), pl.col("pricing_model"), s.assumptions.spot_preemption_overhead
     )
     settings = _plan_settings(s)
     floor = pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64)
-    frame = frame.with_columns(chips=floor)
-    for _ in range(SCALE_ITERATIONS):
-        frame = parallelism.plan(frame, "chips", "efficiency", settings, exact=False)
+    needs = [*parallelism.INPUT_COLUMNS, *(f"efficiency{b}" for b in BAND), "train_flops", "target_days"]
+    rows = frame.with_row_index("_i")
+    work = (
+        rows.filter(pl.col("chips_given").is_null())
+        .select("_i", *needs, "pricing_model", "min_chips_to_fit", "block_chips")
+        .with_columns(chips=floor)
+    )
+    if work.height == 0:
+        return frame["chips_given"]
+    settled = []
+    for i in range(SCALE_ITERATIONS):
+        planned = parallelism.plan(work, "chips", "efficiency", settings, exact=False)
         rate = _throughput(s, "").fill_null(pl.col("peak_flops_per_s") * pl.col("efficiency"))
         need = sizing.chips_for_days(pl.col("train_flops"), target, rate, _goodput(s, cal, "", pl.col("chips")))
         # Bounded so a hopeless option stays a number; the over_max_job rule reports it.
-        frame = frame.with_columns(chips=pl.max_horizontal(need, floor).clip(upper_bound=MAX_SIZED_CHIPS))
-    # Round up to whole nodes/slices that the last planned layout also divides (degrees are powers of two).
+        planned = planned.with_columns(_next=pl.max_horizontal(need, floor).clip(upper_bound=MAX_SIZED_CHIPS))
+        moving = ((pl.col("_next") / pl.col("chips") - 1).abs() >= CONVERGED) & (i < SCALE_ITERATIONS - 1)
+        settled.append(planned.filter(~moving))
+        work = planned.filter(moving).with_columns(chips=pl.col("_next")).select(work.columns)
+        if work.height == 0:
+            break
     model_parallel = pl.col("tensor_parallel") * pl.col("pipeline_parallel") * pl.col("context_parallel")
     block = pl.max_horizontal(pl.col("block_chips"), model_parallel.fill_null(1))
-    frame = frame.with_columns(
-        chips=pl.coalesce(pl.col("chips_given"), sizing.round_to_allowed(pl.col("chips"), block))
+    sized = pl.concat(settled).select("_i", chips=sizing.round_to_allowed(pl.col("_next"), block))
+    return (
+        rows.join(sized, on="_i", how="left", maintain_order="left")
+        .select(pl.coalesce(pl.col("chips_given"), pl.col("chips")))
+        .to_series()
     )
-    frame = parallelism.plan(frame, "chips", "efficiency", settings)
+
+
+def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
+    """The layout at each row's ``chips`` and the days, with bands."""
+    frame = parallelism.plan(frame, "chips", "efficiency", _plan_settings(s))
     chips = pl.col("chips").cast(pl.Float64)
     columns = {}
     for band, rate_band, goodput_band in (("", "", ""), ("_low", "_high", "_high"), ("_high", "_low", "_low")):
@@ -275,13 +302,11 @@ def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) ->
 
 
 def _size_once_per_plan(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
-    """:func:`_size` once per distinct sizing input (accelerator, job, window, given chips, spot or not): clouds
-    and pricing models that share them share the plan."""
-    key = ["accelerator_id", "job", "target_days", "chips_given", "_spot"]
-    frame = frame.with_columns(_spot=pl.col("pricing_model") == "spot")
+    """:func:`_size` once per (accelerator, job, chips): clouds and pricing models with the same count share it."""
+    key = ["accelerator_id", "job", "chips"]
     sized = _size(frame.unique(key, keep="first", maintain_order=True), s, cal)
     added = [c for c in sized.columns if c not in frame.columns]
-    return frame.join(sized.select(*key, *added), on=key, how="left", nulls_equal=True).drop("_spot")
+    return frame.join(sized.select(*key, *added), on=key, how="left", maintain_order="left")
 
 
 def _clouds_per_accelerator(cat: catalog_mod.Catalog) -> pl.DataFrame:
@@ -316,19 +341,15 @@ def _limits(frame: pl.DataFrame, cat: catalog_mod.Catalog) -> pl.DataFrame:
 def _size_within_limits(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
     """Size every option; an option that needs more chips than its limit is planned at the limit instead
     (whole nodes or slices), so it shows how long the job takes with the most chips it can really get."""
-    frame = frame.with_row_index("_option")
-    sized = _size_once_per_plan(frame, s, cal)
+    frame = frame.with_columns(chips=_solve_chips(frame, s, cal))
     over = pl.col("chips_given").is_null() & (pl.col("chips") > pl.col("chips_limit")).fill_null(False)
     block = pl.col("block_chips")
     at_limit = pl.when(pl.col("chips_limit") >= block).then(pl.col("chips_limit") // block * block)
-    redo = frame.filter(pl.col("_option").is_in(sized.filter(over)["_option"].implode())).with_columns(
-        chips_given=at_limit.otherwise(pl.col("chips_limit")).cast(pl.Int64)
+    frame = frame.with_columns(
+        chips=pl.when(over).then(at_limit.otherwise(pl.col("chips_limit"))).otherwise(pl.col("chips")).cast(pl.Int64),
+        chips_capped=over,
     )
-    kept = sized.filter(~over).with_columns(chips_capped=pl.lit(False))
-    if redo.height > 0:
-        capped = _size_once_per_plan(redo, s, cal).with_columns(chips_capped=pl.lit(True))
-        kept = pl.concat([kept, capped], how="diagonal_relaxed")
-    return kept.drop("_option")
+    return _size_once_per_plan(frame, s, cal)
 
 
 def _price(frame: pl.DataFrame, s: Scenario, cat: catalog_mod.Catalog) -> pl.DataFrame:
