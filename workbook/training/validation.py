@@ -1,11 +1,12 @@
 """Backtest: predict every published full run's chip-hours with the model and compare with what was reported.
 
-* ``backtest`` runs the same pipeline as ``options.evaluate`` (chips given = the run's chip count, or one
-  fast domain when the paper does not say; precision and framework as published) and returns one row per
-  full run with the predicted chip-hours, its low/high band, the error ln(predicted / reported), and the
-  naive baseline's (6·N·D at a flat 50% of the BF16 peak).
-* ``leave_one_family_out`` recalibrates without every run (benchmarks and full runs) of one accelerator
-  family and predicts that family's full runs, so the accuracy figure is not just a fit.
+* ``backtest`` runs the same pipeline as ``options.evaluate`` (chips given = the run's chip count or, where the
+  paper does not say, the chips that finish the run in the median published duration; precision and framework
+  as published; reserved capacity, so no on-demand ceiling) and returns one row per full run with the predicted
+  chip-hours, its low/high band, the error ln(predicted / reported), and the two plain rules': 6·N·D, and the
+  exact per-layer FLOPs, each at a flat 50% of the BF16 peak.
+* ``held_out`` predicts each run with a calibration fitted without any run of its accelerator family;
+  ``leave_one_family_out`` summarises it per family, so the accuracy figure is not just a fit.
 Errors are |ln(pred/real)|: 0.15 is about 15% off, 0.69 is a factor of 2.
 """
 
@@ -171,12 +172,13 @@ class Summary:
     within_band: int
     naive_median_abs_error: float
     naive_worst_abs_error: float
+    exact_flops_median_abs_error: float
 
     def lines(self) -> list[str]:
         return [
             f"{self.runs} published full runs",
             f"median |ln(pred/real)| = {self.median_abs_error:.3f} (naive 6ND at 50% MFU: "
-            f"{self.naive_median_abs_error:.3f})",
+            f"{self.naive_median_abs_error:.3f}; exact FLOPs at 50% of peak: {self.exact_flops_median_abs_error:.3f})",
             f"worst = {self.worst_abs_error:.3f} ({self.worst_run}, x{math.exp(self.worst_abs_error):.1f}); "
             f"naive worst = {self.naive_worst_abs_error:.3f}",
             f"within 25%: {self.within_25_percent}; off by more than 2x: {self.beyond_factor_two}; "
@@ -196,6 +198,7 @@ def summarize(frame: pl.DataFrame) -> Summary:
         within_band=int(frame["within_band"].sum()),
         naive_median_abs_error=frame["naive_abs_error"].median(),
         naive_worst_abs_error=frame["naive_abs_error"].max(),
+        exact_flops_median_abs_error=frame["exact_flops_abs_error"].median(),
     )
 
 
@@ -207,21 +210,29 @@ def without_family(catalog: Catalog, family: str) -> Catalog:
     )
 
 
-def leave_one_family_out(catalog: Catalog) -> pl.DataFrame:
-    """Per family with full runs: recalibrate without the family, predict its full runs."""
-    rows = []
+def held_out(catalog: Catalog) -> pl.DataFrame:
+    """:func:`backtest` rows where each run is predicted by a calibration fitted without any run (benchmarks and
+    full runs) of its own accelerator family; ``goodput_without_family`` is that calibration's goodput."""
+    parts = []
     for family in full_runs(catalog)["family"].unique().sort().to_list():
-        held_out = without_family(catalog, family)
-        cal = calibration_mod.fit(held_out)
+        cal = calibration_mod.fit(without_family(catalog, family))
         result = backtest(catalog, cal).filter(pl.col("family") == family)
-        rows.append(
-            {
-                "family": family,
-                "runs": result.height,
-                "median_abs_error": result["abs_error"].median(),
-                "worst_abs_error": result["abs_error"].max(),
-                "naive_median_abs_error": result["naive_abs_error"].median(),
-                "goodput_without_family": cal.goodput,
-            }
+        parts.append(result.with_columns(goodput_without_family=pl.lit(cal.goodput)))
+    return pl.concat(parts).sort("abs_error")
+
+
+def leave_one_family_out(catalog: Catalog, rows: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per family with full runs: its runs' errors when the family is held out (``rows``: :func:`held_out`)."""
+    rows = held_out(catalog) if rows is None else rows
+    return (
+        rows.group_by("family")
+        .agg(
+            pl.len().alias("runs"),
+            pl.col("abs_error").median().alias("median_abs_error"),
+            pl.col("abs_error").max().alias("worst_abs_error"),
+            pl.col("naive_abs_error").median().alias("naive_median_abs_error"),
+            pl.col("exact_flops_abs_error").median().alias("exact_flops_median_abs_error"),
+            pl.col("goodput_without_family").first(),
         )
-    return pl.DataFrame(rows)
+        .sort("family")
+    )
