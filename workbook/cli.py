@@ -20,6 +20,7 @@ from workbook import files, report, serving
 from workbook.catalog import pricebuild
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
+from workbook.model.spec import PRESETS
 from workbook.training import options
 from workbook.training.recommend import recommend, shortest_plan
 from workbook.training.scenario import (
@@ -65,6 +66,15 @@ TRAIN_KEYS = [
     "hbm_gb",
     "fits_in_memory",
     "min_chips_to_fit",
+    "layout",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "context_parallel",
+    "expert_parallel",
+    "data_parallel",
+    "global_batch_tokens",
+    "recompute",
+    "goodput",
     "energy_kwh",
     "co2e_kg",
     "run_framework",
@@ -110,7 +120,14 @@ def _positive(flag: str, integer: bool = False):
 
 
 def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool = True) -> None:
-    p.add_argument("--params", type=_positive("--params"), required=True, help="total parameters, e.g. 70e9")
+    p.add_argument("--params", type=_positive("--params"), help="total parameters, e.g. 70e9 (or --model/--config)")
+    p.add_argument("--model", help="model preset: " + ", ".join(PRESETS) + ", generic-<params>")
+    p.add_argument("--config", help="path of a Hugging Face config.json giving the model's shape")
+    p.add_argument(
+        "--global-batch-tokens",
+        type=_positive("--global-batch-tokens"),
+        help="tokens per optimizer step (default grows with model size: 4M up to 70B, 16M at 405B)",
+    )
     tokens = p.add_mutually_exclusive_group()
     tokens.add_argument(
         "--tokens", type=_positive("--tokens"), help="training tokens (default: compute-optimal, 20 per parameter)"
@@ -123,7 +140,7 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool 
         "(Llama 3 8B/70B and 3.1 405B were trained on ~15T)",
     )
     p.add_argument("--active-params", type=_positive("--active-params"), help="active parameters per token (MoE)")
-    p.add_argument("--seq-len", type=_positive("--seq-len", integer=True), default=4096)
+    p.add_argument("--seq-len", type=_positive("--seq-len", integer=True), help="sequence length (default 4096)")
     if single:
         p.add_argument("--accelerator", required=True, help="accelerator id (see `accelerators`)")
     group = p.add_mutually_exclusive_group()
@@ -227,12 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
     _check_ids(args, cat)
+    model = _model(args)
     try:
-        model = ModelSpec.from_params(args.params, args.active_params, seq_len=args.seq_len)
         preset = TODAYS_PRACTICE_TOKENS if args.tokens_preset == "todays-practice" else None
         return Scenario(
             model=model,
-            tokens=args.tokens or preset or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * args.params,
+            tokens=args.tokens or preset or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * model.params,
             framework=args.framework,
             current_platform=args.current_platform,
             precision=args.precision,
@@ -242,14 +259,14 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
             accelerators=(args.accelerator,) if getattr(args, "accelerator", None) else (),
             # --days is when the run must be done: porting counts against it, options past it are ruled out
             constraints=Constraints(deadline_days=args.days, clouds=(args.cloud,) if args.cloud else ()),
-            assumptions=Assumptions(mfu_override=args.mfu),
+            assumptions=Assumptions(mfu_override=args.mfu, global_batch_tokens=args.global_batch_tokens),
         )
     except InputError as err:
         if err.field == "tokens" and args.tokens is None:
             raise InputError(
                 "--params",
                 f"the default {COMPUTE_OPTIMAL_TOKENS_PER_PARAM} training tokens per parameter give "
-                f"{COMPUTE_OPTIMAL_TOKENS_PER_PARAM * args.params:g} tokens, but tokens {err.message}; "
+                f"{COMPUTE_OPTIMAL_TOKENS_PER_PARAM * model.params:g} tokens, but tokens {err.message}; "
                 "give --tokens",
             ) from None
         raise _flag_error(err) from None
@@ -258,6 +275,19 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
 def _flag_error(err: InputError) -> InputError:
     """The same error, naming the flag the user typed instead of the scenario field."""
     return InputError(FLAG_OF_FIELD.get(err.field, f"--{err.field.replace('_', '-')}"), err.message)
+
+
+def _model(args) -> ModelSpec:
+    """The model from --model, --config or --params (one of them), with --seq-len applied."""
+    given = [flag for flag in ("params", "model", "config") if getattr(args, flag, None) is not None]
+    if len(given) != 1:
+        raise InputError("--params", "give exactly one of --params, --model, --config")
+    seq_len = getattr(args, "seq_len", None)
+    if given == ["model"]:
+        return ModelSpec.preset(args.model, seq_len)
+    if given == ["config"]:
+        return ModelSpec.from_hf_config(args.config, seq_len)
+    return ModelSpec.from_params(args.params, args.active_params, seq_len=seq_len or 4096)
 
 
 def _check_ids(args, cat: catalog_mod.Catalog) -> None:
@@ -270,7 +300,7 @@ def _check_ids(args, cat: catalog_mod.Catalog) -> None:
     clouds = sorted(cat.prices["cloud"].unique())
     if args.cloud and args.cloud not in clouds:
         raise InputError("--cloud", f"unknown cloud {args.cloud!r}; accepted: {', '.join(clouds)}")
-    if args.active_params and args.active_params > args.params:
+    if args.active_params and args.params and args.active_params > args.params:
         raise InputError("--active-params", f"must not exceed --params ({args.params:g})")
 
 
@@ -279,7 +309,7 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
     kv = args.kv_precision or ("bf16" if args.precision == "int4" else args.precision)
     try:
         return serving.ServeScenario(
-            model=ModelSpec.from_params(args.params, args.active_params),
+            model=_model(args),
             weight_precision=args.precision,
             kv_precision=kv,
             prompt_tokens=args.prompt_tokens,
@@ -441,6 +471,8 @@ def run(argv: list[str]) -> int:
     scenario = _scenario(args, cat)
     frame = options.evaluate(scenario, cat)
     rows = frame.head(1) if args.command == "train" else frame
+    if args.command == "train" and rows["infeasible_code"][0] == "no_training_stack":
+        raise InputError("--precision", rows["infeasible_reason"][0])
     if args.json:
         records = _records(rows)
         print(json.dumps(records[0] if args.command == "train" else records, indent=1))

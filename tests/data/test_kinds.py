@@ -28,12 +28,12 @@ def test_shipped_kinds_cover_every_accelerator_with_a_source():
     cat = catalog.load()
     assert cat.kinds.height >= 3
     assert set(cat.accelerators["kind"]) <= set(cat.kinds["kind"])
-    assert cat.kinds["source"].str.len_chars().min() > 40  # each names its published scaling series or says why not
+    assert cat.kinds["source"].str.len_chars().min() > 40  # each names its native stack and colour source
 
 
 def test_a_new_kind_needs_only_csv_rows(tmp_path):
     data = _copy(tmp_path)
-    _append(data / "kinds.csv", 'npu,NPU,#e45756,pytorch,0.01,"test kind",2026-11-22')
+    _append(data / "kinds.csv", 'npu,NPU,#e45756,pytorch,"test kind",2026-11-22')
     for framework, support in (("pytorch", "native"), ("jax", "supported"), ("tensorflow", "unsupported")):
         efficiency = {"native": 1.0, "supported": 0.8, "unsupported": 0}[support]
         _append(

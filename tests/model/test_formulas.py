@@ -12,7 +12,7 @@ from workbook.training.scenario import ModelSpec, Scenario
 
 @pytest.mark.parametrize("stage, expected_gb", [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
 def test_zero_paper_7_5b_on_64_gpus(stage, expected_gb):
-    parts = memory.model_state_bytes(7.5e9, 64, 1, stage)
+    parts = memory.model_state_bytes(7.5e9, 64, stage)
     assert sum(parts.values()) / 1e9 == pytest.approx(expected_gb, abs=0.05)
 
 
@@ -54,17 +54,25 @@ def test_more_chips_fewer_days(chips, factor):
 def test_bigger_model_more_memory(params, factor):
     small = options.evaluate(_scenario(model=ModelSpec.from_params(params), chips=64))
     big = options.evaluate(_scenario(model=ModelSpec.from_params(params * factor), chips=64))
-    key = ["accelerator_id", "cloud"]
-    joined = small.join(big, on=key, suffix="_big")
+    key = ["accelerator_id", "cloud", "pricing_model"]
+    joined = small.join(big, on=key, suffix="_big").filter(pl.col("memory_per_chip_gb").is_not_null())
     assert joined.height > 0, "no option in both frames: nothing compared"
-    # A bigger model needs more memory per chip at the same tensor-parallel degree, or a higher degree.
-    same_tp = pl.col("tensor_parallel_big") == pl.col("tensor_parallel")
-    more_memory = pl.col("memory_per_chip_gb_big") > pl.col("memory_per_chip_gb")
-    assert (
-        joined.select((same_tp & more_memory) | (pl.col("tensor_parallel_big") > pl.col("tensor_parallel")))
-        .to_series()
-        .all()
+    # A bigger model needs more memory per chip on the same layout, or a layout that holds less per chip:
+    # more model-parallel sharding, more recompute or a higher ZeRO stage.
+    layout = ("tensor_parallel", "pipeline_parallel", "context_parallel", "data_parallel", "recompute", "zero_stage")
+    same = pl.all_horizontal([pl.col(c) == pl.col(f"{c}_big") for c in layout])
+    shard = pl.col("tensor_parallel") * pl.col("pipeline_parallel") * pl.col("context_parallel")
+    shard_big = pl.col("tensor_parallel_big") * pl.col("pipeline_parallel_big") * pl.col("context_parallel_big")
+    order = {"none": 0, "selective": 1, "full": 2}
+    recompute = pl.col("recompute").replace_strict(order)
+    recompute_big = pl.col("recompute_big").replace_strict(order)
+    ok = (
+        (same & (pl.col("memory_per_chip_gb_big") > pl.col("memory_per_chip_gb")))
+        | (shard_big > shard)
+        | (recompute_big > recompute)
+        | (pl.col("zero_stage_big") > pl.col("zero_stage"))
     )
+    assert joined.select(ok.all()).item()
 
 
 def test_cost_is_chip_hours_times_price_plus_migration():

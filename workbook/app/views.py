@@ -19,8 +19,14 @@ message = present.message  # the views' one-line notices (errors, info)
 def _option_line(option: dict) -> str:
     return (
         f"<b>{html.escape(option['name'])}</b> on {html.escape(option['cloud'])} ({_pricing(option)}): "
-        f"{present.count(option['chips'], 'chip')}, {days(option['train_days'])}, <b>{usd(option['cost_usd'])}</b>"
+        f"{present.count(option['chips'], 'chip')}{_layout(option)}, {days(option['train_days'])}, "
+        f"<b>{usd(option['cost_usd'])}</b>"
     )
+
+
+def _layout(option: dict) -> str:
+    """' as TP8 x PP16 x DP128' (the planned parallel layout), or nothing when there is none."""
+    return f" as {html.escape(option['layout'])}" if option.get("layout") else ""
 
 
 def recommendation(rec: Recommendation) -> str:
@@ -48,11 +54,12 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
             r["region"] or "–",
             _pricing(r),
             f"{r['chips']:,}" if r["chips"] else "–",
+            r.get("layout") or "–",
             days(r["finish_days"]) if r["finish_days"] else "–",
             usd(r["cost_usd"]) if r["cost_usd"] is not None else "–",
             f"{usd(r['cost_usd_low'])} to {usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
             present.energy(r["energy_kwh"], r["co2e_kg"]) if r["chips"] else "–",
-            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
+            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
             "ok" if r["feasible"] else (r["infeasible_reason"] or ""),
         ]
         for r in shown
@@ -63,6 +70,7 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
         "Region",
         "Pricing",
         "Chips",
+        "Layout",
         "Finish (porting + training)",
         "Cost",
         "Cost range",
@@ -137,7 +145,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
             f"{r['ttft_ms']:,.0f} ms",
             f"{r['tpot_ms']:.1f}",
             "–" if r["usd_per_million_tokens"] is None else f"${r['usd_per_million_tokens']:,.2f}",
-            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB",
+            f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
             "ok" if r["feasible"] else r["infeasible_reason"],
         ]
         for r in shown

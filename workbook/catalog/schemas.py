@@ -37,7 +37,7 @@ def band(stem: str):
 
 
 class Kinds(pa.DataFrameModel):
-    """Accelerator kinds (GPU, TPU, Trainium...): label, chart colour, native framework, scale-out loss.
+    """Accelerator kinds (GPU, TPU, Trainium...): label, chart colour, native framework.
 
     A new kind is a row here plus its rows in frameworks.csv; no code change."""
 
@@ -45,7 +45,6 @@ class Kinds(pa.DataFrameModel):
     label: str = pa.Field(str_length={"min_value": 1})
     color: str = pa.Field(str_matches=r"^#[0-9a-fA-F]{6}$")
     native_framework: str = pa.Field(isin=FRAMEWORKS)
-    scale_loss_per_doubling: float = pa.Field(ge=0, lt=1)  # MFU lost per doubling beyond the fast domain
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
 

@@ -13,11 +13,17 @@ MATMUL_PASSES = 3  # forward, backward w.r.t. activations, backward w.r.t. weigh
 ATTENTION_COEFF = 12  # 2 matmuls (QK^T, AV) x 2 FLOPs/FMA x 3 passes
 
 
+def attention_flops_per_token(n_layers, attention_dim, seq_len, causal: bool = True):
+    """Attention score and value FLOPs per trained token: 12*L*d_attn*s, halved if causal."""
+    attention = ATTENTION_COEFF * n_layers * attention_dim * seq_len
+    return attention / 2 if causal else attention
+
+
 def flops_per_token(active_params, n_layers, attention_dim, seq_len, causal: bool = True):
     """Model FLOPs to train on one token: 6*N + 12*L*d_attn*s (halved attention if causal)."""
-    dense = FMA_FLOPS * MATMUL_PASSES * active_params
-    attention = ATTENTION_COEFF * n_layers * attention_dim * seq_len
-    return dense + (attention / 2 if causal else attention)
+    return FMA_FLOPS * MATMUL_PASSES * active_params + attention_flops_per_token(
+        n_layers, attention_dim, seq_len, causal
+    )
 
 
 def training_flops(active_params, tokens, n_layers, attention_dim, seq_len, causal: bool = True):

@@ -1,29 +1,30 @@
-"""Achieved throughput: peak x MFU x scale efficiency, and goodput for long runs.
+"""Achieved throughput and goodput.
 
-MFU (model FLOPs utilisation) = model FLOPs per second / dense peak of the precision used.
-The per-(accelerator, precision) base MFU and the goodput come from ``workbook.calibration``,
-fitted on the published runs in ``data/reference_runs.csv``; every value can be overridden.
+The per-chip rate comes from the planned layout's step time (``workbook.model.parallelism``): calibrated
+kernel efficiency x peak for the compute, plus the pipeline bubble and the communication the layout
+cannot hide. Goodput (share of wall-clock time that advances training) has two parts: a calibrated base
+(evaluation, checkpoint writes, slower production configs: ``workbook.training.calibration``) and job
+interruptions, which grow with the chip count.
 
-Scale efficiency beyond the fast domain (NVLink node or rack for GPUs, ICI pod for TPUs):
-  eff(N) = (1 - c) ** max(0, log2(N / domain))
-with c, the MFU lost per doubling, per accelerator kind in ``data/kinds.csv`` (column
-``scale_loss_per_doubling``, with its published scaling series: 0.003 for GPU scale-out fabrics from
-NVIDIA DGXC Llama 3.1 70B on 64 vs 2,048 H100; 0.035 across TPU pods from MaxText 128B on 1 vs 32 v5e pods).
+Interruptions (Llama Team 2024, "The Llama 3 Herd of Models", arXiv:2407.21783 Sec. 3.3.4): 466 job
+interruptions in a 54-day snapshot on 16,384 H100 (419 unexpected), with more than 90% effective training
+time. That is 466 / (54 x 16,384) = 5.27e-4 interruptions per chip-day and at most
+0.1 x 54 x 24 h / 466 = 0.278 h lost per interruption (the work since the last checkpoint plus the restart).
+Wall time = work + interruptions x loss, with interruptions = rate x chips x work, so
+goodput = 1 / (1 + rate x chips x loss_days).
 """
 
-import math
+LLAMA3_INTERRUPTIONS = 466
+LLAMA3_SNAPSHOT_DAYS = 54
+LLAMA3_CHIPS = 16_384
+LLAMA3_EFFECTIVE_TIME = 0.90
+INTERRUPTIONS_PER_CHIP_DAY = LLAMA3_INTERRUPTIONS / (LLAMA3_SNAPSHOT_DAYS * LLAMA3_CHIPS)
+HOURS_LOST_PER_INTERRUPTION = (1 - LLAMA3_EFFECTIVE_TIME) * LLAMA3_SNAPSHOT_DAYS * 24 / LLAMA3_INTERRUPTIONS
 
-import polars as pl
 
-
-def scale_efficiency(chips, domain_chips, loss_per_doubling):
-    """Fraction of single-domain MFU kept at ``chips`` (1.0 inside the domain)."""
-    ratio = chips / domain_chips
-    if isinstance(ratio, pl.Expr):
-        doublings = pl.max_horizontal(ratio.log(2), pl.lit(0.0))
-    else:
-        doublings = max(0.0, math.log2(ratio))
-    return (1.0 - loss_per_doubling) ** doublings
+def interruption_goodput(chips, per_chip_day=INTERRUPTIONS_PER_CHIP_DAY, hours_lost=HOURS_LOST_PER_INTERRUPTION):
+    """Share of wall-clock time not lost to interruptions for a job on ``chips`` chips."""
+    return 1 / (1 + per_chip_day * chips * hours_lost / 24)
 
 
 def achieved_flops_per_s(peak_flops_per_s, mfu):

@@ -1,25 +1,29 @@
-"""Fit the MFU and goodput defaults on the published runs in ``data/reference_runs.csv``.
+"""Fit the efficiency and goodput defaults on the published runs in ``data/reference_runs.csv``.
 
-Method (simple on purpose, no per-run knobs):
+Method (simple on purpose, no per-run knobs; calibration and prediction call the same planner):
 
-1. **Base MFU per (accelerator, precision)** from throughput benchmarks (short, steady-state runs)
-   and from full runs that report a measured MFU: MFU is recomputed from tokens/s per chip with
-   this package's FLOPs convention where tokens/s is published, otherwise the reported MFU is used;
-   each point is divided by the scale efficiency at its chip count and by its framework's efficiency,
-   giving single-domain, native-stack MFU. Base = median; range = min..max of the points (+-15%
-   around a single point).
+1. **Kernel efficiency per (accelerator, BF16)** from throughput benchmarks (short, steady-state runs)
+   and from full runs that report a measured MFU: MFU is recomputed from tokens/s per chip with this
+   package's FLOPs convention where tokens/s is published, otherwise the reported MFU is used. The
+   planner (``workbook.model.parallelism``) lays each run out at its chip count; its pipeline bubble and
+   exposed communication are removed by solving for the kernel efficiency at which the planned MFU
+   equals the measured one (fixed point), and the framework's efficiency is divided out. Base = median;
+   range = min..max of the points (+-15% around a single point).
 2. **Accelerators without runs** take a documented proxy (``data/mfu_proxies.csv``): another chip's
    base x a factor with a range and a reason.
-3. **FP8 / INT8**: where a chip has no low-precision points, its BF16 base x the median ratio of
-   paired runs (same chip, model and chip count in both precisions; MFU against each precision's peak).
-4. **Mixture of experts**: base MFU is fitted on dense models only; an MoE run reaches a fraction of it
-   (all-to-all traffic, expert imbalance) = median over MoE benchmark points of their MFU / the dense
+3. **FP8 speed-up per chip family** = median over paired runs (same chip, model and chip count in BF16
+   and FP8) of the FP8 / BF16 throughput ratio; families without pairs take the median of all pairs; chips
+   whose FP8 peak is no higher than their BF16 peak (TPU v5p, v6e: no FP8 matmuls) get no speed-up. The FP8
+   efficiency is the BF16 one x speed-up x BF16 peak / FP8 peak. INT8 training has no paired runs: BF16 rate.
+4. **Mixture of experts**: base efficiency is fitted on dense models only; an MoE run reaches a fraction of
+   it (all-to-all imbalance, small expert GEMMs) = median over MoE points of their efficiency / the dense
    base of the same chip. MFU counts active parameters.
 5. **Chips with neither runs nor a proxy** (e.g. a chip a user adds) get the median base of all
    calibrated chips, with the min..max of those bases as its range.
-6. **Goodput** (end-to-end efficiency of a real run vs the benchmark rate: restarts, evaluation,
-   checkpoints, stragglers, less tuned production configs) = median over full runs of
-   predicted chip-hours at base MFU / reported chip-hours; range = interquartile.
+6. **Goodput** (end-to-end share of a real run vs the planned benchmark rate: evaluation, checkpoints,
+   stragglers, less tuned production configs) = interruptions at the run's chip count
+   (``throughput.interruption_goodput``, from Llama 3's failure statistics) x a base = median over full runs
+   of planned chip-hours / (reported chip-hours x interruption goodput); range = interquartile.
 """
 
 from __future__ import annotations
@@ -30,44 +34,48 @@ import polars as pl
 
 from workbook.catalog import Catalog
 from workbook.catalog.schemas import PRECISIONS
-from workbook.model.flops import flops_per_token
+from workbook.model import flops, parallelism, sizing
 from workbook.model.spec import ModelSpec
-from workbook.model.throughput import scale_efficiency
+from workbook.model.throughput import interruption_goodput
 from workbook.model.units import PEAK_COLUMN
+from workbook.training.scenario import Assumptions, default_global_batch_tokens
 
 SINGLE_POINT_SPREAD = 0.15
-# Where a base MFU comes from: published runs of the chip, a documented proxy chip, the median of all chips, or
-# the chip's BF16 base x the paired-run low-precision ratio. Column ``basis_kind`` of ``Calibration.mfu``.
+# Where a base efficiency comes from: published runs of the chip, a documented proxy chip, the median of all chips,
+# or the chip's BF16 base x the family's paired-run FP8 speed-up. Column ``basis_kind`` of ``Calibration.mfu``.
 BASIS_KIND = pl.Enum(["measured", "proxy", "fallback", "derived"])
+EFFICIENCY_ITERATIONS = 6  # fixed point: the layout depends on the efficiency, the efficiency on the layout
+_DEFAULTS = Assumptions()
+PLAN_SETTINGS = {
+    "micro_batch": _DEFAULTS.micro_batch_seqs,
+    "hbm_usable_fraction": _DEFAULTS.hbm_usable_fraction,
+    "framework_overhead_bytes": _DEFAULTS.framework_overhead_bytes,
+    "recompute": None,
+    "zero_stage": None,
+}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Calibration:
-    """Fitted defaults: ``mfu`` has one row per (accelerator_id, precision) with low/high and basis."""
+    """Fitted defaults: ``mfu`` has one row per (accelerator_id, precision): kernel efficiency with low/high
+    and basis; ``fp8_speedup`` one row per family."""
 
     mfu: pl.DataFrame
     moe_efficiency: float
     goodput: float
     goodput_low: float
     goodput_high: float
-    low_precision_ratio: float | None
+    fp8_speedup: pl.DataFrame
     points: pl.DataFrame  # the benchmark points used, for display
     full_runs: pl.DataFrame  # the full runs used for goodput, with their ratios
 
 
-def _shape(row: dict) -> ModelSpec:
+def shape(row: dict) -> ModelSpec:
+    """A published run's model: its stated layers and attention width over the default shape."""
     spec = ModelSpec.from_params(row["params"], row["active_params"], seq_len=row["seq_len"] or 2048)
     if row["n_layers"] and row["attention_dim"]:
         return dataclasses.replace(spec, n_layers=row["n_layers"], attention_dim=row["attention_dim"])
     return spec
-
-
-def _with_flops_per_token(runs: pl.DataFrame) -> pl.DataFrame:
-    values = []
-    for row in runs.iter_rows(named=True):
-        spec = _shape(row)
-        values.append(flops_per_token(spec.active_params, spec.n_layers, spec.attention_dim, spec.seq_len))
-    return runs.with_columns(pl.Series("flops_per_token", values, dtype=pl.Float64))
 
 
 def _peak() -> pl.Expr:
@@ -78,50 +86,84 @@ def _peak() -> pl.Expr:
     return peak
 
 
-def _scale() -> pl.Expr:
-    """Scale efficiency at each run's chip count: the same law the prediction uses (model/throughput.py)."""
-    chips = pl.col("chips").fill_null(pl.col("scaleup_domain_chips")).cast(pl.Float64)
-    return scale_efficiency(chips, pl.col("scaleup_domain_chips"), pl.col("scale_loss_per_doubling"))
+def runs_frame(catalog: Catalog, runs: pl.DataFrame) -> pl.DataFrame:
+    """Runs with their model shape, accelerator, peak, framework efficiency and planned chip count.
 
-
-def _runs(catalog: Catalog) -> pl.DataFrame:
+    Where the chip count is not published: one scale-up domain, or the fewest chips that fit if more.
+    """
+    shapes = pl.DataFrame(
+        [
+            {
+                "run_id": r["run_id"],
+                **{k: v for k, v in shape(r).columns().items() if k not in ("params", "active_params")},
+                "global_batch_tokens": default_global_batch_tokens(r["params"]),
+            }
+            for r in runs.iter_rows(named=True)
+        ],
+        schema_overrides={"global_batch_tokens": pl.Float64, "expert_params": pl.Float64},
+    )
     native = catalog.frameworks.select("framework", "kind", pl.col("efficiency").alias("framework_efficiency"))
-    return (
-        _with_flops_per_token(catalog.reference_runs)
+    frame = (
+        runs.drop("seq_len", "n_layers", "attention_dim")
+        .join(shapes, on="run_id")
         .join(catalog.accelerators, on="accelerator_id", how="left")
-        .join(catalog.kinds.select("kind", "scale_loss_per_doubling"), on="kind", how="left")
         .join(native, on=["framework", "kind"], how="left")
-        .with_columns(_peak().alias("peak_flops_per_s"))
-        .with_columns(_scale().alias("scale_efficiency"))
+        .with_columns(
+            peak_flops_per_s=_peak(),
+            scaleout_bytes_per_s=parallelism.scaleout_bytes_per_s(),
+            flops_per_token=flops.flops_per_token(
+                pl.col("active_params"), pl.col("n_layers"), pl.col("attention_dim"), pl.col("seq_len")
+            ),
+            attention_flops_per_token=flops.attention_flops_per_token(
+                pl.col("n_layers"), pl.col("attention_dim"), pl.col("seq_len")
+            ),
+        )
+    )
+    fit = parallelism.min_chips(frame, PLAN_SETTINGS).with_columns(
+        sizing.round_to_allowed(pl.col("min_chips_to_fit"), pl.col("block_chips")).alias("min_chips_to_fit")
+    )
+    return fit.with_columns(
+        chips_planned=pl.coalesce(
+            pl.col("chips"), pl.max_horizontal(pl.col("scaleup_domain_chips"), pl.col("min_chips_to_fit"))
+        )
     )
 
 
 def benchmark_points(catalog: Catalog) -> pl.DataFrame:
-    """Measured MFU points, normalised to one fast domain and the native framework."""
-    return (
-        _runs(catalog)
-        .filter(pl.col("reported_mfu").is_not_null() | pl.col("reported_tokens_per_s_per_chip").is_not_null())
-        .filter(pl.col("kind_of_run") != "mlperf")
-        .with_columns(
-            pl.coalesce(
-                pl.col("reported_tokens_per_s_per_chip") * pl.col("flops_per_token") / pl.col("peak_flops_per_s"),
-                pl.col("reported_mfu"),
-            ).alias("mfu")
+    """Measured MFU points and the kernel efficiency behind them (planner's bubble and traffic removed)."""
+    runs = catalog.reference_runs.filter(
+        (pl.col("reported_mfu").is_not_null() | pl.col("reported_tokens_per_s_per_chip").is_not_null())
+        & (pl.col("kind_of_run") != "mlperf")
+    )
+    frame = runs_frame(catalog, runs).with_columns(
+        pl.coalesce(
+            pl.col("reported_tokens_per_s_per_chip") * pl.col("flops_per_token") / pl.col("peak_flops_per_s"),
+            pl.col("reported_mfu"),
+        ).alias("mfu")
+    )
+    frame = frame.with_columns(efficiency=pl.col("mfu"))
+    for _ in range(EFFICIENCY_ITERATIONS):
+        frame = parallelism.plan(frame, "chips_planned", "efficiency", PLAN_SETTINGS).with_columns(
+            efficiency=pl.col("efficiency") * (pl.col("mfu") / pl.col("mfu_planned")).fill_null(1.0)
         )
-        .with_columns((pl.col("mfu") / pl.col("scale_efficiency") / pl.col("framework_efficiency")).alias("base_mfu"))
-        .with_columns(moe=pl.col("active_params") < pl.col("params"))
-        .select(
-            "run_id",
-            "accelerator_id",
-            "precision",
-            "chips",
-            "framework",
-            "params",
-            "moe",
-            "mfu",
-            "scale_efficiency",
-            "base_mfu",
-        )
+    return frame.with_columns(
+        base_mfu=pl.col("efficiency") / pl.col("framework_efficiency"),
+        moe=pl.col("active_params") < pl.col("params"),
+        layout=parallelism.layout_words(),
+    ).select(
+        "run_id",
+        "accelerator_id",
+        "family",
+        "precision",
+        "chips",
+        "framework",
+        "params",
+        "moe",
+        "mfu",
+        "layout",
+        "recompute",
+        "peak_flops_per_s",
+        "base_mfu",
     )
 
 
@@ -131,12 +173,28 @@ def _moe_efficiency(points: pl.DataFrame, dense: pl.DataFrame) -> float:
     return float(moe.select((pl.col("base_mfu") / pl.col("dense_mfu")).median()).item()) if moe.height else 1.0
 
 
-def _pairs_ratio(points: pl.DataFrame) -> float | None:
-    key = ["accelerator_id", "params", "chips"]
-    bf16 = points.filter(pl.col("precision") == "bf16").group_by(key).agg(pl.col("base_mfu").median().alias("bf16"))
-    low = points.filter(pl.col("precision") != "bf16").group_by(key).agg(pl.col("base_mfu").median().alias("low"))
-    ratio = bf16.join(low, on=key).select((pl.col("low") / pl.col("bf16")).median()).item()
-    return None if ratio is None else float(ratio)  # None: no paired runs, low precision stays uncalibrated
+def fp8_pairs(points: pl.DataFrame) -> pl.DataFrame:
+    """Paired runs (same chip, model, chip count in BF16 and FP8): FP8 / BF16 throughput per chip."""
+    key = ["accelerator_id", "family", "params", "chips"]
+    rate = (pl.col("mfu") * pl.col("peak_flops_per_s")).median()
+    bf16 = points.filter(pl.col("precision") == "bf16").group_by(key).agg(rate.alias("bf16_flops_per_s"))
+    fp8 = points.filter(pl.col("precision") == "fp8").group_by(key).agg(rate.alias("fp8_flops_per_s"))
+    return bf16.join(fp8, on=key).with_columns(speedup=pl.col("fp8_flops_per_s") / pl.col("bf16_flops_per_s"))
+
+
+def _fp8_speedup(pairs: pl.DataFrame, families: list[str]) -> pl.DataFrame:
+    """Per family: the median paired speed-up, else the median of all pairs (stated)."""
+    own = pairs.group_by("family").agg(
+        pl.col("speedup").median(),
+        pl.format("median of {} paired run(s) on this family", pl.len()).alias("basis"),
+    )
+    overall = pairs["speedup"].median()
+    rest = pl.DataFrame({"family": sorted(set(families) - set(own["family"]))}, schema={"family": pl.String})
+    rest = rest.with_columns(
+        speedup=pl.lit(overall, pl.Float64),
+        basis=pl.lit(f"no paired runs on this family: median of all {pairs.height} pairs"),
+    )
+    return pl.concat([own, rest]) if overall is not None else own
 
 
 def _direct(points: pl.DataFrame) -> pl.DataFrame:
@@ -209,20 +267,37 @@ def _with_fallback(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
     return pl.concat([table, generic.select(table.columns)])
 
 
-def _low_precision(bf16: pl.DataFrame, direct: pl.DataFrame, ratio: float | None) -> pl.DataFrame:
-    rows = [direct.filter(pl.col("precision") != "bf16")]
-    if ratio is None:
-        return rows[0]
+def _low_precision(bf16: pl.DataFrame, accelerators: pl.DataFrame, speedup: pl.DataFrame) -> pl.DataFrame:
+    """FP8 and INT8 efficiency (against their own peaks) from the BF16 base and the family's speed-up."""
+    acc = accelerators.select("accelerator_id", "family", *PEAK_COLUMN.values())
+    rows = []
     for precision in PRECISIONS[1:]:
-        derived = bf16.with_columns(
-            pl.lit(precision).alias("precision"),
-            *(pl.col(c) * ratio for c in ("mfu", "mfu_low", "mfu_high")),
-            pl.concat_str(
-                pl.lit(f"BF16 base x {ratio:.2f} (median low-precision/BF16 ratio of paired runs); "), pl.col("basis")
-            ).alias("basis"),
-            pl.lit("derived", BASIS_KIND).alias("basis_kind"),
+        column = PEAK_COLUMN[precision]
+        frame = bf16.join(acc, on="accelerator_id").filter(pl.col(column).is_not_null())
+        if precision == "fp8":
+            frame = frame.join(speedup, on="family", how="left", suffix="_speedup")
+            faster = pl.col(column) > pl.col("bf16_flops_per_s")
+            gain = pl.when(faster).then(pl.col("speedup").fill_null(1.0)).otherwise(1.0)
+            why = (
+                pl.when(~faster)
+                .then(pl.lit("no FP8 speed-up (no FP8 matmuls): runs at the BF16 rate"))
+                .when(pl.col("speedup").is_null())
+                .then(pl.lit("no FP8 speed-up calibrated: BF16 rate"))
+                .otherwise(pl.format("FP8 {}x the BF16 rate ({})", pl.col("speedup").round(2), pl.col("basis_speedup")))
+            )
+        else:
+            gain = pl.lit(1.0)
+            why = pl.lit("no paired INT8 training runs: BF16 rate")
+        scale = gain * pl.col("bf16_flops_per_s") / pl.col(column)
+        rows.append(
+            frame.select(
+                "accelerator_id",
+                pl.lit(precision).alias("precision"),
+                *(pl.col(c) * scale for c in ("mfu", "mfu_low", "mfu_high")),
+                pl.concat_str(why, pl.lit("; BF16 base: "), pl.col("basis")).alias("basis"),
+                pl.lit("derived", BASIS_KIND).alias("basis_kind"),
+            )
         )
-        rows.append(derived.join(rows[0], on=["accelerator_id", "precision"], how="anti"))
     return pl.concat(rows)
 
 
@@ -232,39 +307,43 @@ def moe_factor(moe_efficiency: float) -> pl.Expr:
 
 
 def _goodput(catalog: Catalog, mfu: pl.DataFrame, moe_efficiency: float) -> pl.DataFrame:
+    runs = catalog.reference_runs.filter(
+        (pl.col("kind_of_run") == "full_run")
+        & pl.col("reported_chip_hours").is_not_null()
+        & pl.col("tokens").is_not_null()
+    )
+    frame = (
+        runs_frame(catalog, runs)
+        .join(mfu.select("accelerator_id", "precision", "mfu"), on=["accelerator_id", "precision"], how="inner")
+        .with_columns(efficiency=pl.col("mfu") * pl.col("framework_efficiency") * moe_factor(moe_efficiency))
+    )
+    planned = parallelism.plan(frame, "chips_planned", "efficiency", PLAN_SETTINGS)
+    rate = pl.col("mfu_planned") * pl.col("peak_flops_per_s")
     return (
-        _runs(catalog)
-        .filter(
-            (pl.col("kind_of_run") == "full_run")
-            & pl.col("reported_chip_hours").is_not_null()
-            & pl.col("tokens").is_not_null()
+        planned.with_columns(
+            (pl.col("flops_per_token") * pl.col("tokens") / rate / 3600).alias(
+                "predicted_chip_hours_at_benchmark_rate"
+            ),
+            interruption_goodput(pl.col("chips_planned").cast(pl.Float64)).alias("interruption_goodput"),
         )
-        .join(mfu, on=["accelerator_id", "precision"], how="inner")
         .with_columns(
             (
-                pl.col("flops_per_token")
-                * pl.col("tokens")
-                / (
-                    pl.col("peak_flops_per_s")
-                    * pl.col("mfu")
-                    * moe_factor(moe_efficiency)
-                    * pl.col("scale_efficiency")
-                    * pl.col("framework_efficiency")
-                )
-                / 3600
-            ).alias("predicted_chip_hours_at_benchmark_rate")
+                pl.col("predicted_chip_hours_at_benchmark_rate")
+                / pl.col("reported_chip_hours")
+                / pl.col("interruption_goodput")
+            ).alias("goodput")
         )
-        .with_columns(
-            (pl.col("predicted_chip_hours_at_benchmark_rate") / pl.col("reported_chip_hours")).alias("goodput")
-        )
+        .filter(pl.col("goodput").is_not_null())
         .select(
             "run_id",
             "accelerator_id",
             "params",
             "tokens",
             "chips",
+            "chips_planned",
             "reported_chip_hours",
             "predicted_chip_hours_at_benchmark_rate",
+            "interruption_goodput",
             "goodput",
         )
     )
@@ -272,13 +351,13 @@ def _goodput(catalog: Catalog, mfu: pl.DataFrame, moe_efficiency: float) -> pl.D
 
 def fit(catalog: Catalog) -> Calibration:
     """Fit every default from ``catalog.reference_runs``; see the module docstring for the method."""
-    proxies = catalog.mfu_proxies
     points = benchmark_points(catalog)
-    direct = _direct(points.filter(~pl.col("moe")))
-    ratio = _pairs_ratio(points.filter(~pl.col("moe")))
+    dense = points.filter(~pl.col("moe"))
+    direct = _direct(dense.filter(pl.col("precision") == "bf16"))
+    speedup = _fp8_speedup(fp8_pairs(dense), catalog.accelerators["family"].unique().to_list())
     moe = _moe_efficiency(points, direct)
-    bf16 = _with_fallback(_with_proxies(direct, proxies), catalog.accelerator_ids)
-    mfu = pl.concat([bf16, _low_precision(bf16, direct, ratio)]).sort("accelerator_id", "precision")
+    bf16 = _with_fallback(_with_proxies(direct, catalog.mfu_proxies), catalog.accelerator_ids)
+    mfu = pl.concat([bf16, _low_precision(bf16, catalog.accelerators, speedup)]).sort("accelerator_id", "precision")
     runs = _goodput(catalog, mfu, moe)
     quantiles = [runs["goodput"].quantile(q, "linear") for q in (0.5, 0.25, 0.75)]
     return Calibration(
@@ -287,7 +366,7 @@ def fit(catalog: Catalog) -> Calibration:
         goodput=quantiles[0],
         goodput_low=quantiles[1],
         goodput_high=quantiles[2],
-        low_precision_ratio=ratio,
+        fp8_speedup=speedup,
         points=points,
         full_runs=runs,
     )

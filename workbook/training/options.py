@@ -14,18 +14,19 @@ import functools
 import polars as pl
 
 from workbook import catalog as catalog_mod
-from workbook.model import cost, flops, memory, sizing, throughput
+from workbook.model import cost, flops, memory, parallelism, sizing, throughput
 from workbook.model.spec import ModelSpec
 from workbook.model.units import PEAK_COLUMN, SECONDS_PER_DAY
 from workbook.training import calibration as calibration_mod
 from workbook.training import rules
-from workbook.training.scenario import PLATFORMS, Scenario
+from workbook.training.scenario import PLATFORMS, Scenario, default_global_batch_tokens
 
 SWITCH_SUPPORT = ("limited", "unsupported")  # below "supported" the team moves to the native stack
-TP_CANDIDATES = (1, 2, 4, 8)  # tensor/sequence parallel degrees tried inside the fast domain
-SCALE_ITERATIONS = 4  # fixed-point iterations: chips depend on MFU, MFU on chips (scale efficiency)
+SCALE_ITERATIONS = 4  # fixed-point iterations: chips depend on the layout, the layout on chips
+CONVERGED = 1e-3  # relative change of the chip count below which a row's fixed point has settled
 BAND = ("", "_low", "_high")
 MIN_TRAIN_WINDOW_DAYS = 1.0  # sizing floor when porting eats the whole window (the deadline rule then says so)
+MAX_SIZED_CHIPS = 1e9  # far beyond any documented job (the largest in data/accelerators.csv is 500,000)
 
 
 @functools.lru_cache(maxsize=4)
@@ -71,68 +72,45 @@ def _framework_paths(cat: catalog_mod.Catalog, framework: str, lock_in: bool) ->
     return pl.DataFrame(rows)
 
 
-def _memory_columns(s: Scenario, chips: pl.Expr, tp: pl.Expr) -> dict[str, pl.Expr]:
+def _plan_settings(s: Scenario) -> dict:
     a = s.assumptions
-    return memory.per_chip_breakdown(
-        pl.col("params"),
-        chips,
-        tp,
-        a.zero_stage,
-        pl.col("seq_len"),
-        a.micro_batch_seqs,
-        pl.col("hidden_dim"),
-        pl.col("attention_dim"),
-        pl.col("n_layers"),
-        a.recompute,
-        a.framework_overhead_bytes,
-    )
+    return {
+        "micro_batch": a.micro_batch_seqs,
+        "hbm_usable_fraction": a.hbm_usable_fraction,
+        "framework_overhead_bytes": a.framework_overhead_bytes,
+        "recompute": None if a.recompute == "auto" else a.recompute,
+        "zero_stage": a.zero_stage,
+    }
 
 
-def _memory_total(s: Scenario, chips: pl.Expr, tp: pl.Expr) -> pl.Expr:
-    return pl.sum_horizontal(list(_memory_columns(s, chips, tp).values()))
-
-
-def _choose_tp(s: Scenario, chips: pl.Expr) -> pl.Expr:
-    """Smallest tensor-parallel degree (inside the fast domain and the chip count) at which memory fits."""
-    limit = pl.min_horizontal(pl.col("scaleup_domain_chips"), chips, pl.lit(max(TP_CANDIDATES)))
-    usable = pl.col("hbm_bytes") * s.assumptions.hbm_usable_fraction
-    choice = pl.lit(None, pl.Int64)
-    for t in reversed(TP_CANDIDATES):
-        ok = (pl.lit(t) <= limit) & (_memory_total(s, chips, pl.lit(t)) <= usable)
-        choice = pl.when(ok).then(pl.lit(t)).otherwise(choice)
-    largest = pl.lit(1)
-    for t in TP_CANDIDATES:
-        largest = pl.when(pl.lit(t) <= limit).then(pl.lit(t)).otherwise(largest)
-    return pl.coalesce(choice, largest)
-
-
-def _min_chips_to_fit(s: Scenario) -> pl.Expr:
-    a = s.assumptions
-    tp = pl.min_horizontal(pl.col("scaleup_domain_chips"), pl.lit(max(TP_CANDIDATES)))
-    usable = pl.col("hbm_bytes") * a.hbm_usable_fraction
-    parts = _memory_columns(s, pl.lit(float("inf")), tp)
-    fixed = pl.sum_horizontal(list(parts.values()))  # what remains per chip with infinitely many chips
-    raw = memory.min_chips_to_fit(pl.col("params"), usable, a.zero_stage, fixed)
-    return pl.when(raw > 0).then(sizing.round_to_allowed(raw, pl.col("block_chips"))).otherwise(None)
-
-
-def _throughput(s: Scenario, cal: calibration_mod.Calibration, chips: pl.Expr, suffix: str) -> pl.Expr:
-    """Achieved model FLOPs/s per chip for one band (suffix '', '_low', '_high')."""
-    mfu = (
-        pl.lit(s.assumptions.mfu_override)
-        if s.assumptions.mfu_override is not None
-        else pl.col(f"mfu_base{suffix}")
+def _efficiency(s: Scenario, cal: calibration_mod.Calibration, suffix: str) -> pl.Expr:
+    """Kernel efficiency for one band (suffix '', '_low', '_high'): calibrated base x framework x MoE."""
+    return (
+        pl.col(f"mfu_base{suffix}")
         * pl.col(f"framework_efficiency{suffix}")
         * calibration_mod.moe_factor(cal.moe_efficiency)
     )
-    scale = throughput.scale_efficiency(chips, pl.col("scaleup_domain_chips"), pl.col("scale_loss_per_doubling"))
-    return throughput.achieved_flops_per_s(pl.col("peak_flops_per_s"), mfu * scale)
 
 
-def _goodput(s: Scenario, cal: calibration_mod.Calibration, suffix: str) -> float:
+def _goodput(s: Scenario, cal: calibration_mod.Calibration, suffix: str, chips: pl.Expr) -> pl.Expr:
+    """Share of wall-clock time that trains: calibrated base x interruptions at this chip count."""
     if s.assumptions.goodput_override is not None:
-        return s.assumptions.goodput_override
-    return {"": cal.goodput, "_low": cal.goodput_low, "_high": cal.goodput_high}[suffix]
+        return pl.lit(s.assumptions.goodput_override)
+    base = {"": cal.goodput, "_low": cal.goodput_low, "_high": cal.goodput_high}[suffix]
+    return base * throughput.interruption_goodput(chips)
+
+
+def _throughput(s: Scenario, suffix: str) -> pl.Expr:
+    """Achieved model FLOPs/s per chip for one band of the planned layout (same layout, band efficiency).
+
+    The compute and the pipeline bubble scale with 1/efficiency; communication does not.
+    """
+    if s.assumptions.mfu_override is not None:
+        return throughput.achieved_flops_per_s(pl.col("peak_flops_per_s"), s.assumptions.mfu_override)
+    scale = pl.col("efficiency") / pl.col(f"efficiency{suffix}")
+    step = (pl.col("compute_s") + pl.col("bubble_s")) * scale + pl.col("tp_comm_s") + pl.col("exposed_comm_s")
+    chips = pl.col("chips").cast(pl.Float64)
+    return pl.col("flops_per_token") * pl.col("global_batch_tokens") / (chips * step)
 
 
 def jobs(s: Scenario, **vary) -> pl.DataFrame:
@@ -153,12 +131,8 @@ def jobs(s: Scenario, **vary) -> pl.DataFrame:
     rows = [
         {
             "sweep": next(iter(vary), "main"),
-            "params": spec.params,
-            "active_params": spec.active_params,
-            "n_layers": spec.n_layers,
-            "hidden_dim": spec.hidden_dim,
-            "attention_dim": spec.attention_dim,
-            "seq_len": spec.seq_len,
+            **spec.columns(),
+            "global_batch_tokens": s.assumptions.global_batch_tokens or default_global_batch_tokens(spec.params),
             "tokens": s.tokens * spec.params / m.params,
             "target_days": d,
             "chips_given": None if "days" in vary else s.chips,
@@ -168,8 +142,16 @@ def jobs(s: Scenario, **vary) -> pl.DataFrame:
         for spec in specs
         for d in days
     ]
-    schema = {"target_days": pl.Float64, "chips_given": pl.Int64, "deadline_days": pl.Float64, "budget_usd": pl.Float64}
-    return pl.DataFrame(rows, schema_overrides=schema)
+    return pl.DataFrame(rows, schema_overrides=JOB_SCHEMA)
+
+
+JOB_SCHEMA = {
+    "target_days": pl.Float64,
+    "chips_given": pl.Int64,
+    "deadline_days": pl.Float64,
+    "budget_usd": pl.Float64,
+    "global_batch_tokens": pl.Float64,
+}
 
 
 def job_frame(s: Scenario, **sweeps) -> pl.DataFrame:
@@ -222,12 +204,11 @@ def _accelerator_inputs(
         )
         .drop(*(f"_port{b}" for b in BAND))
         .join(mfu, on="accelerator_id", how="left")
-        .join(
-            cat.kinds.select("kind", pl.col("label").alias("kind_label"), pl.col("scale_loss_per_doubling")),
-            on="kind",
-            how="left",
+        .join(cat.kinds.select("kind", pl.col("label").alias("kind_label")), on="kind", how="left")
+        .with_columns(
+            pl.col(peak).alias("peak_flops_per_s"),
+            parallelism.scaleout_bytes_per_s().alias("scaleout_bytes_per_s"),
         )
-        .with_columns(pl.col(peak).alias("peak_flops_per_s"))
     )
 
 
@@ -237,50 +218,95 @@ def _accelerator_frame(
     inputs = _accelerator_inputs(
         cat, cal, s.accelerators, s.framework, s.constraints.framework_lock_in, s.precision, s.current_platform
     )
-    return (
+    frame = (
         inputs.join(jobs_frame, how="cross")
         .with_columns(
-            flops.training_flops(
-                pl.col("active_params"),
-                pl.col("tokens"),
-                pl.col("n_layers"),
-                pl.col("attention_dim"),
-                pl.col("seq_len"),
-            ).alias("train_flops")
+            flops_per_token=flops.flops_per_token(
+                pl.col("active_params"), pl.col("n_layers"), pl.col("attention_dim"), pl.col("seq_len")
+            ),
+            attention_flops_per_token=flops.attention_flops_per_token(
+                pl.col("n_layers"), pl.col("attention_dim"), pl.col("seq_len")
+            ),
+            **{f"efficiency{b}": _efficiency(s, cal, b) for b in BAND},
         )
-        .with_columns(_min_chips_to_fit(s).alias("min_chips_to_fit"))
+        .with_columns(train_flops=pl.col("flops_per_token") * pl.col("tokens"))
+    )
+    return parallelism.min_chips(frame, _plan_settings(s)).with_columns(
+        min_chips_to_fit=sizing.round_to_allowed(pl.col("min_chips_to_fit"), pl.col("block_chips")),
+        max_chips_for_batch=pl.col("max_chips_for_batch").cast(pl.Int64),
     )
 
 
-def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
-    """Chips (given, or solved for the target days) and the resulting days, with bands."""
+def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.Series:
+    """Chips per row: ``chips_given``, or the count that finishes the job in its target days.
+
+    The count is a fixed point: chips -> the layout planned at that count -> its rate -> the chips needed,
+    from the fewest that fit. A row stops once its count moves by less than ``CONVERGED`` (the plans of the
+    rest go on), after at most ``SCALE_ITERATIONS`` plans; then it is rounded up to whole nodes/slices that
+    the last planned layout also divides (degrees are powers of two).
+    """
     # Spot runs lose time to preemptions, so they aim for a shorter uninterrupted time.
     target = pl.col("target_days") / cost.wall_hours_with_preemption(
         pl.lit(1.0), pl.col("pricing_model"), s.assumptions.spot_preemption_overhead
     )
-    frame = frame.with_columns(chips=pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64))
-    for _ in range(SCALE_ITERATIONS):
-        need = sizing.chips_for_days(
-            pl.col("train_flops"), target, _throughput(s, cal, pl.col("chips"), ""), _goodput(s, cal, "")
-        )
-        frame = frame.with_columns(chips=pl.max_horizontal(need, pl.col("min_chips_to_fit").fill_null(1)))
-    frame = frame.with_columns(
-        chips=pl.coalesce(pl.col("chips_given"), sizing.round_to_allowed(pl.col("chips"), pl.col("block_chips")))
+    settings = _plan_settings(s)
+    floor = pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64)
+    needs = [*parallelism.INPUT_COLUMNS, *(f"efficiency{b}" for b in BAND), "train_flops", "target_days"]
+    rows = frame.with_row_index("_i")
+    work = (
+        rows.filter(pl.col("chips_given").is_null())
+        .select("_i", *needs, "pricing_model", "min_chips_to_fit", "block_chips")
+        .with_columns(chips=floor)
     )
+    if work.height == 0:
+        return frame["chips_given"]
+    settled = []
+    for i in range(SCALE_ITERATIONS):
+        planned = parallelism.plan(work, "chips", "efficiency", settings, exact=False)
+        rate = _throughput(s, "").fill_null(pl.col("peak_flops_per_s") * pl.col("efficiency"))
+        need = sizing.chips_for_days(pl.col("train_flops"), target, rate, _goodput(s, cal, "", pl.col("chips")))
+        # Bounded so a hopeless option stays a number; the over_max_job rule reports it.
+        planned = planned.with_columns(_next=pl.max_horizontal(need, floor).clip(upper_bound=MAX_SIZED_CHIPS))
+        moving = ((pl.col("_next") / pl.col("chips") - 1).abs() >= CONVERGED) & (i < SCALE_ITERATIONS - 1)
+        settled.append(planned.filter(~moving))
+        work = planned.filter(moving).with_columns(chips=pl.col("_next")).select(work.columns)
+        if work.height == 0:
+            break
+    model_parallel = pl.col("tensor_parallel") * pl.col("pipeline_parallel") * pl.col("context_parallel")
+    block = pl.max_horizontal(pl.col("block_chips"), model_parallel.fill_null(1))
+    sized = pl.concat(settled).select("_i", chips=sizing.round_to_allowed(pl.col("_next"), block))
+    return (
+        rows.join(sized, on="_i", how="left", maintain_order="left")
+        .select(pl.coalesce(pl.col("chips_given"), pl.col("chips")))
+        .to_series()
+    )
+
+
+def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
+    """The layout at each row's ``chips`` and the days, with bands."""
+    frame = parallelism.plan(frame, "chips", "efficiency", _plan_settings(s))
     chips = pl.col("chips").cast(pl.Float64)
     columns = {}
     for band, rate_band, goodput_band in (("", "", ""), ("_low", "_high", "_high"), ("_high", "_low", "_low")):
         seconds = throughput.train_seconds(
-            pl.col("train_flops"), chips, _throughput(s, cal, chips, rate_band), _goodput(s, cal, goodput_band)
+            pl.col("train_flops"), chips, _throughput(s, rate_band), _goodput(s, cal, goodput_band, chips)
         )
         columns[f"train_days{band}"] = seconds / SECONDS_PER_DAY
-    mfu = _throughput(s, cal, chips, "") / pl.col("peak_flops_per_s")
-    tp = _choose_tp(s, pl.col("chips"))
-    frame = frame.with_columns(**columns, mfu=mfu, tensor_parallel=tp)
-    parts = _memory_columns(s, chips, pl.col("tensor_parallel"))
-    return frame.with_columns(**{f"{name}_gb": value / 1e9 for name, value in parts.items()}).with_columns(
-        memory_per_chip_bytes=pl.sum_horizontal(list(parts.values()))
+    frame = frame.with_columns(
+        **columns,
+        mfu=_throughput(s, "") / pl.col("peak_flops_per_s"),
+        goodput=_goodput(s, cal, "", chips),
+        layout=parallelism.layout_words(),
     )
+    return frame.with_columns(**{f"{name}_gb": pl.col(f"{name}_bytes") / 1e9 for name in memory.COMPONENTS})
+
+
+def _size_once_per_plan(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
+    """:func:`_size` once per (accelerator, job, chips): clouds and pricing models with the same count share it."""
+    key = ["accelerator_id", "job", "chips"]
+    sized = _size(frame.unique(key, keep="first", maintain_order=True), s, cal)
+    added = [c for c in sized.columns if c not in frame.columns]
+    return frame.join(sized.select(*key, *added), on=key, how="left", maintain_order="left")
 
 
 def _clouds_per_accelerator(cat: catalog_mod.Catalog) -> pl.DataFrame:
@@ -315,15 +341,15 @@ def _limits(frame: pl.DataFrame, cat: catalog_mod.Catalog) -> pl.DataFrame:
 def _size_within_limits(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
     """Size every option; an option that needs more chips than its limit is planned at the limit instead
     (whole nodes or slices), so it shows how long the job takes with the most chips it can really get."""
-    sized = _size(frame, s, cal)
+    frame = frame.with_columns(chips=_solve_chips(frame, s, cal))
     over = pl.col("chips_given").is_null() & (pl.col("chips") > pl.col("chips_limit")).fill_null(False)
     block = pl.col("block_chips")
     at_limit = pl.when(pl.col("chips_limit") >= block).then(pl.col("chips_limit") // block * block)
-    redo = sized.filter(over).with_columns(chips_given=at_limit.otherwise(pl.col("chips_limit")).cast(pl.Int64))
-    kept = sized.filter(~over).with_columns(chips_capped=pl.lit(False))
-    if redo.height == 0:
-        return kept
-    return pl.concat([kept, _size(redo, s, cal).with_columns(chips_capped=pl.lit(True))], how="diagonal_relaxed")
+    frame = frame.with_columns(
+        chips=pl.when(over).then(at_limit.otherwise(pl.col("chips_limit"))).otherwise(pl.col("chips")).cast(pl.Int64),
+        chips_capped=over,
+    )
+    return _size_once_per_plan(frame, s, cal)
 
 
 def _price(frame: pl.DataFrame, s: Scenario, cat: catalog_mod.Catalog) -> pl.DataFrame:
@@ -403,8 +429,15 @@ OUTPUT_COLUMNS = [
     "infeasible_code",
     "infeasible_reason",
     "chips",
-    "tensor_parallel",
+    "layout",
+    *parallelism.LAYOUT_COLUMNS,
+    "recompute",
+    "zero_stage",
+    "global_batch_tokens",
     "min_chips_to_fit",
+    "max_chips_for_batch",
+    "step_s",
+    "goodput",
     "mfu",
     "mfu_base",
     "mfu_base_low",

@@ -210,8 +210,9 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     bill = f" (whole {best['term_months']}-month term)" if best["term_months"] else ""
     mine = ", your price" if best.get("user_price") else ""
     headline = (
-        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}{mine}): {count(best['chips'], 'chip')}, "
-        f"{_schedule(best)}, {usd(best['cost_usd'])}{bill}"
+        f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}{mine}): {count(best['chips'], 'chip')}"
+        + (f" ({best['layout']})" if best.get("layout") else "")
+        + f", {_schedule(best)}, {usd(best['cost_usd'])}{bill}"
     )
     return Recommendation(best, runners, blocked, reasons, headline)
 

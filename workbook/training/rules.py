@@ -15,6 +15,10 @@ import polars as pl
 from workbook.model import cost
 from workbook.training.scenario import Scenario
 
+# Precisions with no production training stack outside TPUs: MLPerf INT8 training results are TPU v5e/v5p/v6e
+# with AQT (mlcommons/training_results_v3.1-v4.1, Google); no GPU or Trainium INT8 training stack is published.
+NO_STACK_PRECISIONS = ("int8",)
+
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
@@ -27,6 +31,15 @@ def rules_for(s: Scenario) -> list[Rule]:
     """The rules for ``s``, in the order they are checked (hardware and data first, the user's limits last)."""
     c = s.constraints
     checks = [
+        Rule(
+            "no_training_stack",
+            pl.lit(s.precision in NO_STACK_PRECISIONS) & (pl.col("kind") != "tpu"),
+            pl.format(
+                "{} training has no production stack on {} (INT8 training runs only on TPUs, via AQT); use BF16 or FP8",
+                pl.lit(s.precision.upper()),
+                pl.col("name"),
+            ),
+        ),
         Rule(
             "no_precision",
             pl.col("peak_flops_per_s").is_null(),
@@ -61,6 +74,16 @@ def rules_for(s: Scenario) -> list[Rule]:
             "no_fit_any_count",
             pl.col("min_chips_to_fit").is_null(),
             pl.lit("does not fit in memory at any chip count (activations alone exceed HBM)"),
+        ),
+        Rule(
+            "batch_too_small",
+            pl.col("chips") > pl.col("max_chips_for_batch"),
+            pl.format(
+                "the global batch of {}M tokens keeps at most {} chips busy (data parallel x sequence <= batch); "
+                "raise the global batch or use fewer chips",
+                (pl.col("global_batch_tokens") / 1e6).round(1),
+                pl.col("max_chips_for_batch"),
+            ),
         ),
         Rule(
             "over_max_job",
@@ -103,6 +126,18 @@ def rules_for(s: Scenario) -> list[Rule]:
             "no_fit",
             pl.col("chips") < pl.col("min_chips_to_fit"),
             pl.format("does not fit in memory: needs at least {} chips", pl.col("min_chips_to_fit")),
+        ),
+        Rule(
+            "no_layout",
+            pl.col("tensor_parallel").is_null(),
+            pl.format(
+                "no tensor x pipeline x context x data layout divides {} chips within the global batch", pl.col("chips")
+            ),
+        ),
+        Rule(
+            "no_fit_layout",
+            ~pl.col("fits_in_memory"),
+            pl.format("does not fit in memory at {} chips with any parallel layout", pl.col("chips")),
         ),
         Rule(
             "capacity_block_too_long",

@@ -45,6 +45,22 @@ PLATFORM_LABELS = {
 }
 MFU_OVERRIDE_RANGE = (0.01, 0.95)  # accepted user MFU (published large runs sit at ~0.2-0.6)
 
+RECOMPUTE_CHOICES = ("auto", "none", "selective", "full")
+
+# Global batch in tokens grows with model size in published runs: Llama 2 used 4M tokens at every size
+# (7B-70B; arXiv:2307.09288 Sec. 2.2), Llama 3.1 405B ended at 16M (arXiv:2407.21783 Sec. 3.4.1), DeepSeek-V3
+# (671B MoE) 15,360 x 4,096 = 63M (arXiv:2412.19437 Sec. 4.2). Default: 4M up to 70B, then the power law
+# through (70B, 4M) and (405B, 16M); set ``global_batch_tokens`` to your own.
+GLOBAL_BATCH_FLOOR_TOKENS = 4 * 2**20
+GLOBAL_BATCH_FLOOR_PARAMS = 70e9
+GLOBAL_BATCH_EXPONENT = 0.79  # ln(16M / 4M) / ln(405B / 70B)
+
+
+def default_global_batch_tokens(params: float) -> float:
+    """Tokens per optimizer step when the user gives none (see the published points above)."""
+    growth = max(1.0, params / GLOBAL_BATCH_FLOOR_PARAMS) ** GLOBAL_BATCH_EXPONENT
+    return GLOBAL_BATCH_FLOOR_TOKENS * growth
+
 
 @dataclasses.dataclass(frozen=True)
 class Assumptions:
@@ -52,8 +68,9 @@ class Assumptions:
 
     mfu_override: Optional[float] = None  # replaces the calibrated MFU for every option
     goodput_override: Optional[float] = None  # replaces the calibrated goodput
-    zero_stage: int = 3  # ZeRO/FSDP sharding of model states across data-parallel chips
-    recompute: str = "selective"  # activation recomputation: none | selective | full
+    zero_stage: Optional[int] = None  # ZeRO stage 0-3 across data-parallel chips; None: the planner picks 1 or 3
+    recompute: str = "auto"  # activation recomputation: none | selective | full | auto (the planner picks)
+    global_batch_tokens: Optional[float] = None  # tokens per optimizer step; None: default_global_batch_tokens
     micro_batch_seqs: int = 1
     hbm_usable_fraction: float = 0.90  # allocator fragmentation + runtime buffers (assumption)
     framework_overhead_bytes: float = 2e9  # CUDA/XLA context, communication buffers (assumption)
@@ -74,8 +91,11 @@ class Assumptions:
             _number("mfu_override", self.mfu_override, *MFU_OVERRIDE_RANGE)
         if self.goodput_override is not None:
             _number("goodput_override", self.goodput_override, 0.1, 1.0)
-        _number("zero_stage", self.zero_stage, 0, 3, integer=True)
-        _choice("recompute", self.recompute, ("none", "selective", "full"))
+        if self.zero_stage is not None:
+            _number("zero_stage", self.zero_stage, 0, 3, integer=True)
+        _choice("recompute", self.recompute, RECOMPUTE_CHOICES)
+        if self.global_batch_tokens is not None:
+            _number("global_batch_tokens", self.global_batch_tokens, 1024, 1e10)
         _number("micro_batch_seqs", self.micro_batch_seqs, 1, 4096, integer=True)
         _number("hbm_usable_fraction", self.hbm_usable_fraction, 0.5, 1.0)
         _number("framework_overhead_bytes", self.framework_overhead_bytes, 0, 64e9)

@@ -1,11 +1,12 @@
 """Backtest: predict every published full run's chip-hours with the model and compare with what was reported.
 
-* ``backtest`` runs the same pipeline as ``options.evaluate`` (chips given = the run's chip count, or one
-  fast domain when the paper does not say; precision and framework as published) and returns one row per
-  full run with the predicted chip-hours, its low/high band, the error ln(predicted / reported), and the
-  naive baseline's (6·N·D at a flat 50% of the BF16 peak).
-* ``leave_one_family_out`` recalibrates without every run (benchmarks and full runs) of one accelerator
-  family and predicts that family's full runs, so the accuracy figure is not just a fit.
+* ``backtest`` runs the same pipeline as ``options.evaluate`` (chips given = the run's chip count or, where the
+  paper does not say, the chips that finish the run in the median published duration; precision and framework
+  as published; reserved capacity, so no on-demand ceiling) and returns one row per full run with the predicted
+  chip-hours, its low/high band, the error ln(predicted / reported), and the two plain rules': 6·N·D, and the
+  exact per-layer FLOPs, each at a flat 50% of the BF16 peak.
+* ``held_out`` predicts each run with a calibration fitted without any run of its accelerator family;
+  ``leave_one_family_out`` summarises it per family, so the accuracy figure is not just a fit.
 Errors are |ln(pred/real)|: 0.15 is about 15% off, 0.69 is a factor of 2.
 """
 
@@ -28,22 +29,23 @@ TARGET_MEDIAN_ABS_LN_ERROR = 0.15
 FACTOR_TWO = math.log(2)
 
 
-def _job(row: dict, domain: int) -> dict:
-    spec = ModelSpec.from_params(row["params"], row["active_params"], seq_len=row["seq_len"] or 2048)
-    return {
-        "sweep": row["run_id"],
-        "params": spec.params,
-        "active_params": spec.active_params,
-        "n_layers": row["n_layers"] or spec.n_layers,
-        "hidden_dim": spec.hidden_dim,
-        "attention_dim": row["attention_dim"] or spec.attention_dim,
-        "seq_len": spec.seq_len,
-        "tokens": row["tokens"],
-        "target_days": None,
-        "chips_given": row["chips"] or domain,
-        "deadline_days": None,
-        "budget_usd": None,
-    }
+def _jobs(planned: pl.DataFrame, typical_days: float) -> pl.DataFrame:
+    """One job per run: its shape, tokens and chip count; where the count is not published, the chips that
+    finish the run in ``typical_days`` (the median duration of the published runs that state one)."""
+    rows = [
+        {
+            "sweep": r["run_id"],
+            **calibration_mod.shape(r).columns(),
+            "global_batch_tokens": r["global_batch_tokens"],
+            "tokens": r["tokens"],
+            "target_days": None if r["chips"] else typical_days,
+            "chips_given": r["chips"],
+            "deadline_days": None,
+            "budget_usd": None,
+        }
+        for r in planned.iter_rows(named=True)
+    ]
+    return pl.DataFrame(rows, schema_overrides=options.JOB_SCHEMA).with_row_index("job")
 
 
 def full_runs(catalog: Catalog) -> pl.DataFrame:
@@ -58,23 +60,33 @@ def full_runs(catalog: Catalog) -> pl.DataFrame:
     )
 
 
+def _exact_flops(runs: pl.DataFrame) -> pl.Series:
+    """Model FLOPs per token with the exact attention term, per run (the second plain rule)."""
+    values = []
+    for r in runs.iter_rows(named=True):
+        spec = calibration_mod.shape(r)
+        values.append(flops.flops_per_token(spec.active_params, spec.n_layers, spec.attention_dim, spec.seq_len))
+    return pl.Series(values, dtype=pl.Float64)
+
+
 def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None = None) -> pl.DataFrame:
     """One row per full run: reported vs predicted chip-hours, band, error, and the naive baseline."""
     cal = calibration or calibration_mod.fit(catalog)
     runs = full_runs(catalog)
     parts = []
-    for (precision, framework), group in runs.group_by("precision", "framework", maintain_order=True):
-        jobs = pl.DataFrame(
-            [_job(r, r["scaleup_domain_chips"]) for r in group.iter_rows(named=True)],
-            schema_overrides={"target_days": pl.Float64, "deadline_days": pl.Float64, "budget_usd": pl.Float64},
-        ).with_row_index("job")
+    typical_days = float(runs["reported_days"].median())
+    planned = calibration_mod.runs_frame(catalog, catalog.reference_runs.join(runs.select("run_id"), on="run_id"))
+    planned = planned.select("run_id", "chips_planned", "global_batch_tokens").join(catalog.reference_runs, on="run_id")
+    for (precision, framework), group in planned.group_by("precision", "framework", maintain_order=True):
+        jobs = _jobs(group, typical_days)
         scenario = Scenario(
             model=ModelSpec.from_params(1e9),
             tokens=1e9,
             framework=framework,
             precision=precision,
             chips=8,
-            pricing=("on-demand",),
+            # Owned or contracted clusters: no on-demand capacity ceiling (the chips are the published ones).
+            pricing=("reserved-contract",),
             accelerators=tuple(group["accelerator_id"].unique()),
         )
         frame = options.evaluate_full(scenario, catalog, cal, jobs)
@@ -88,6 +100,7 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
     predicted = pl.concat(parts).select(
         pl.col("sweep").alias("run_id"),
         pl.col("chips").alias("chips_modelled"),
+        "layout",
         pl.col("train_days").alias("predicted_days"),
         *(
             pl.col(f"train_days{b}").mul(pl.col("chips")).mul(24).alias(f"predicted_chip_hours{b}")
@@ -102,16 +115,20 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
         / (NAIVE_MFU * pl.col("bf16_flops_per_s"))
         / 3600
     )
+    exact = pl.col("exact_flops_per_token") * pl.col("tokens") / (NAIVE_MFU * pl.col("bf16_flops_per_s")) / 3600
     return (
-        runs.join(predicted, on="run_id")
-        .with_columns(naive_chip_hours=naive)
+        runs.with_columns(exact_flops_per_token=_exact_flops(runs))
+        .join(predicted, on="run_id")
+        .with_columns(naive_chip_hours=naive, exact_flops_chip_hours=exact)
         .with_columns(
             error=(pl.col("predicted_chip_hours") / pl.col("reported_chip_hours")).log(),
             naive_error=(pl.col("naive_chip_hours") / pl.col("reported_chip_hours")).log(),
+            exact_flops_error=(pl.col("exact_flops_chip_hours") / pl.col("reported_chip_hours")).log(),
         )
         .with_columns(
             abs_error=pl.col("error").abs(),
             naive_abs_error=pl.col("naive_error").abs(),
+            exact_flops_abs_error=pl.col("exact_flops_error").abs(),
             within_band=(pl.col("predicted_chip_hours_low") <= pl.col("reported_chip_hours"))
             & (pl.col("reported_chip_hours") <= pl.col("predicted_chip_hours_high")),
         )
@@ -125,6 +142,8 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
             "active_params",
             "tokens",
             "chips",
+            "chips_modelled",
+            "layout",
             "reported_chip_hours",
             "predicted_chip_hours",
             "predicted_chip_hours_low",
@@ -134,6 +153,8 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
             "abs_error",
             "naive_error",
             "naive_abs_error",
+            "exact_flops_chip_hours",
+            "exact_flops_abs_error",
             "within_band",
             "source",
         )
@@ -152,12 +173,13 @@ class Summary:
     within_band: int
     naive_median_abs_error: float
     naive_worst_abs_error: float
+    exact_flops_median_abs_error: float
 
     def lines(self) -> list[str]:
         return [
             f"{self.runs} published full runs",
             f"median |ln(pred/real)| = {self.median_abs_error:.3f} (naive 6ND at 50% MFU: "
-            f"{self.naive_median_abs_error:.3f})",
+            f"{self.naive_median_abs_error:.3f}; exact FLOPs at 50% of peak: {self.exact_flops_median_abs_error:.3f})",
             f"worst = {self.worst_abs_error:.3f} ({self.worst_run}, x{math.exp(self.worst_abs_error):.1f}); "
             f"naive worst = {self.naive_worst_abs_error:.3f}",
             f"within 25%: {self.within_25_percent}; off by more than 2x: {self.beyond_factor_two}; "
@@ -203,6 +225,7 @@ def summarize(frame: pl.DataFrame) -> Summary:
         within_band=int(frame["within_band"].sum()),
         naive_median_abs_error=frame["naive_abs_error"].median(),
         naive_worst_abs_error=frame["naive_abs_error"].max(),
+        exact_flops_median_abs_error=frame["exact_flops_abs_error"].median(),
     )
 
 
@@ -214,21 +237,29 @@ def without_family(catalog: Catalog, family: str) -> Catalog:
     )
 
 
-def leave_one_family_out(catalog: Catalog) -> pl.DataFrame:
-    """Per family with full runs: recalibrate without the family, predict its full runs."""
-    rows = []
+def held_out(catalog: Catalog) -> pl.DataFrame:
+    """:func:`backtest` rows where each run is predicted by a calibration fitted without any run (benchmarks and
+    full runs) of its own accelerator family; ``goodput_without_family`` is that calibration's goodput."""
+    parts = []
     for family in full_runs(catalog)["family"].unique().sort().to_list():
-        held_out = without_family(catalog, family)
-        cal = calibration_mod.fit(held_out)
+        cal = calibration_mod.fit(without_family(catalog, family))
         result = backtest(catalog, cal).filter(pl.col("family") == family)
-        rows.append(
-            {
-                "family": family,
-                "runs": result.height,
-                "median_abs_error": result["abs_error"].median(),
-                "worst_abs_error": result["abs_error"].max(),
-                "naive_median_abs_error": result["naive_abs_error"].median(),
-                "goodput_without_family": cal.goodput,
-            }
+        parts.append(result.with_columns(goodput_without_family=pl.lit(cal.goodput)))
+    return pl.concat(parts).sort("abs_error")
+
+
+def leave_one_family_out(catalog: Catalog, rows: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per family with full runs: its runs' errors when the family is held out (``rows``: :func:`held_out`)."""
+    rows = held_out(catalog) if rows is None else rows
+    return (
+        rows.group_by("family")
+        .agg(
+            pl.len().alias("runs"),
+            pl.col("abs_error").median().alias("median_abs_error"),
+            pl.col("abs_error").max().alias("worst_abs_error"),
+            pl.col("naive_abs_error").median().alias("naive_median_abs_error"),
+            pl.col("exact_flops_abs_error").median().alias("exact_flops_median_abs_error"),
+            pl.col("goodput_without_family").first(),
         )
-    return pl.DataFrame(rows)
+        .sort("family")
+    )

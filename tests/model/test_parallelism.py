@@ -1,0 +1,143 @@
+"""The parallelism planner against published layouts, the Korthikanti memory formulas, and properties."""
+
+import json
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workbook.errors import InputError
+from workbook.model import memory, parallelism
+from workbook.training import options
+from workbook.training.scenario import Assumptions, ModelSpec, Scenario
+
+LAYOUT = ["tensor_parallel", "pipeline_parallel", "context_parallel", "data_parallel"]
+
+
+def _evaluate(spec, accelerator, tokens=1e12, **kw):
+    # A reserved contract: frontier-sized jobs are bought that way (on-demand capacity stops at hundreds of chips).
+    s = Scenario(model=spec, tokens=tokens, accelerators=(accelerator,), pricing=("reserved-contract",), **kw)
+    return options.evaluate_full(s).unique("accelerator_id")
+
+
+def test_llama3_405b_on_16k_h100_fits_close_to_meta():
+    # Llama 3 paper Table 4: TP8, PP16, CP1, DP128 at 8k; 30.84M GPU-hours for 15.6T tokens.
+    row = _evaluate(ModelSpec.from_params(405e9, seq_len=8192), "h100-sxm", 15.6e12, chips=16384).row(0, named=True)
+    assert row["feasible"] and row["fits_in_memory"]
+    assert row["tensor_parallel"] == 8 and row["pipeline_parallel"] >= 8
+    assert row["chip_hours"] == pytest.approx(30.84e6, rel=0.25)
+
+
+@pytest.mark.parametrize("preset, seq_len", [("llama3-70b", 32_768), ("llama3-8b", 131_072)])
+def test_long_context_fits_on_h100_with_context_parallelism(preset, seq_len):
+    row = _evaluate(ModelSpec.preset(preset, seq_len), "h100-sxm", days=30).row(0, named=True)
+    assert row["feasible"], row["infeasible_reason"]
+    assert row["context_parallel"] > 1
+
+
+def _palm_frame(t, p, c, d, recompute):
+    spec = ModelSpec(540.35e9, 540.35e9, 118, 18_432, 48 * 256, 2048, 48, vocab_size=256_000)
+    return pl.DataFrame(
+        {
+            **{k: [v] for k, v in spec.columns().items()},
+            "_t": [float(t)],
+            "_p": [float(p)],
+            "_c": [float(c)],
+            "recompute": [recompute],
+            "zero_stage": [3],
+        }
+    )
+
+
+def test_palm_540b_published_layout_fits_tpu_v4():
+    # PaLM: 6,144 TPU v4 (2 pods x 3,072), 12-way model x 256-way data in a pod, no pipeline, rematerialisation;
+    # the planner's nearest layout (TP16, FSDP over the rest, full recompute) must fit in 32 GiB.
+    frame = _palm_frame(16, 1, 1, 384, "full")
+    parts = parallelism._memory({"micro_batch": 1, "framework_overhead_bytes": 2e9}, pl.lit(384.0), pl.lit(8.0))
+    total = frame.select(pl.sum_horizontal(list(parts.values()))).item()
+    assert total < 34.36e9 * 0.9
+
+
+def test_activation_memory_is_korthikanti_table_2():
+    # GPT-3 175B, s=2048, b=1, h=12288, 96 layers, TP8 with sequence parallelism.
+    per_layer = 2048 * 12288 / 8
+    assert memory.activation_bytes(2048, 1, 12288, 12288, 96, 8, "selective") == 96 * 34 * per_layer
+    assert memory.activation_bytes(2048, 1, 12288, 12288, 96, 8, "full") == 96 * 2 * per_layer + 34 * per_layer
+    none = memory.activation_bytes(2048, 1, 12288, 12288, 96, 8, "none")
+    assert none == pytest.approx(96 * per_layer * (34 + 5 * 96 * 2048 / 12288))
+
+
+def _layouts(**kw):
+    base = dict(
+        model=ModelSpec.from_params(70e9, seq_len=8192),
+        tokens=2e12,
+        accelerators=("h100-sxm", "tpu-v5p", "b200", "a100-80gb"),
+        pricing=("on-demand",),
+    )
+    base.update(kw)
+    return options.evaluate_full(Scenario(**base)).unique("accelerator_id")
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.sampled_from([256, 1024, 4096, 8192]))
+def test_every_layout_multiplies_to_the_chip_count(chips):
+    frame = _layouts(chips=chips).filter(pl.col("tensor_parallel").is_not_null())
+    assert frame.height > 0
+    product = pl.col("tensor_parallel") * pl.col("pipeline_parallel") * pl.col("context_parallel")
+    assert (frame.select(product * pl.col("data_parallel"))[:, 0] == frame["chips"]).all()
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.sampled_from([7, 30, 90]))
+def test_feasible_options_fit_in_hbm(days):
+    frame = _layouts(days=days).filter(pl.col("feasible"))
+    assert frame.height > 0
+    assert (frame["memory_per_chip_bytes"] <= frame["hbm_bytes"] * Assumptions().hbm_usable_fraction).all()
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.sampled_from([1e6, 4e6, 16e6]), st.sampled_from([2, 4]))
+def test_more_global_batch_never_fewer_chips_allowed(batch, factor):
+    small = _layouts(chips=1024, assumptions=Assumptions(global_batch_tokens=batch)).sort("accelerator_id")
+    big = _layouts(chips=1024, assumptions=Assumptions(global_batch_tokens=batch * factor)).sort("accelerator_id")
+    assert (big["max_chips_for_batch"] >= small["max_chips_for_batch"]).all()
+    assert (big["min_chips_to_fit"].fill_null(0) <= small["min_chips_to_fit"].fill_null(0)).all()
+
+
+def test_a_small_global_batch_caps_the_chips():
+    row = _layouts(chips=8192, assumptions=Assumptions(global_batch_tokens=2**16)).filter(
+        pl.col("accelerator_id") == "h100-sxm"
+    )
+    assert row["infeasible_code"][0] == "batch_too_small"
+
+
+def test_layout_in_words():
+    frame = pl.DataFrame(
+        {"tensor_parallel": [8], "pipeline_parallel": [16], "context_parallel": [1], "data_parallel": [128]}
+    ).with_columns(expert_parallel=pl.lit(1))
+    assert frame.select(parallelism.layout_words()).item() == "TP8 x PP16 x DP128"
+
+
+def test_hf_config_and_presets(tmp_path):
+    config = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "intermediate_size": 14336,
+        "vocab_size": 128256,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    spec = ModelSpec.from_hf_config(path, seq_len=8192)
+    assert spec.params == pytest.approx(ModelSpec.preset("llama3-8b").params, rel=0.01)  # 8.03B
+    assert spec.kv_dim == 1024 and spec.n_heads == 32
+    mixtral = ModelSpec.preset("mixtral-8x7b")
+    assert mixtral.expert_params == pytest.approx((46.7e9 - 12.9e9) * 8 / 6)
+    with pytest.raises(InputError, match="model"):
+        ModelSpec.preset("gpt-17")
+    path.write_text("{}")
+    with pytest.raises(InputError, match="config"):
+        ModelSpec.from_hf_config(path)

@@ -1,0 +1,45 @@
+"""Precision as it really trains: FP8 speed-ups from paired runs, INT8 refused without a stack, TPUs without FP8."""
+
+import polars as pl
+import pytest
+
+from workbook import catalog
+from workbook.training import calibration, options
+from workbook.training.scenario import ModelSpec, Scenario
+
+
+@pytest.fixture(scope="module")
+def cal():
+    return calibration.fit(catalog.load())
+
+
+def test_fp8_speedup_matches_each_paired_run_within_10_percent(cal):
+    pairs = calibration.fp8_pairs(cal.points.filter(~pl.col("moe")))
+    assert pairs.height >= 2
+    fitted = pairs.join(cal.fp8_speedup, on="family", suffix="_fitted")
+    assert ((fitted["speedup_fitted"] / fitted["speedup"] - 1).abs() <= 0.10).all()
+
+
+def _one(accelerator, precision):
+    s = Scenario(
+        model=ModelSpec.from_params(70e9), tokens=1e12, precision=precision, chips=512, accelerators=(accelerator,)
+    )
+    return options.evaluate(s).row(0, named=True)
+
+
+def test_int8_training_refused_on_h100():
+    row = _one("h100-sxm", "int8")
+    assert row["infeasible_code"] == "no_training_stack"
+
+
+@pytest.mark.parametrize("accelerator", ["tpu-v5p", "tpu-v6e"])
+def test_tpu_without_fp8_matmuls_runs_at_bf16_speed(accelerator, cal):
+    bf16, fp8 = _one(accelerator, "bf16"), _one(accelerator, "fp8")
+    assert fp8["train_days"] == pytest.approx(bf16["train_days"], rel=1e-6)
+    basis = cal.mfu.filter((pl.col("accelerator_id") == accelerator) & (pl.col("precision") == "fp8"))["basis"][0]
+    assert basis.startswith("no FP8 speed-up")
+
+
+def test_h100_fp8_is_faster_but_less_than_the_peak_ratio():
+    bf16, fp8 = _one("h100-sxm", "bf16"), _one("h100-sxm", "fp8")
+    assert 1.2 < bf16["train_days"] / fp8["train_days"] < 1.7

@@ -1,0 +1,373 @@
+"""Parallel layout of a training job: tensor x pipeline x context x data (x expert) degrees and recompute.
+
+For every option the planner tries a small grid of layouts (cross join, all polars expressions) and keeps
+the fastest one that fits in memory and respects the global batch:
+
+* **tensor (TP)** t in 1..64, powers of two, at most the scale-up domain (NVLink node/rack; on a TPU the ICI
+  slice) and the head count; with sequence parallelism (Korthikanti 2022) each layer does 2 all-gathers +
+  2 reduce-scatters of s*b*h*2 B forward and as many backward (plus the forward ones again under full
+  recompute), over the scale-up links, not overlapped;
+* **pipeline (PP)** p: 1F1B with v interleaved chunks of ``LAYERS_PER_CHUNK`` layers, bubble = (p-1)/(v*m) of
+  the compute for m micro-batches per step (Narayanan et al. 2021, Sec. 2.2); point-to-point sends of one
+  micro-batch's activations per chunk boundary;
+* **context (CP)** c: each chip holds s/c of the sequence; ring attention passes the keys and values of the
+  other c-1 blocks per layer (forward once, backward twice);
+* **expert (EP)** e = min(experts, data x context ranks): routed experts split e ways; each token's hidden
+  state goes to ``experts_per_token`` experts and back, forward and backward (all-to-all);
+* **data (DP)** d = chips / (t*p*c), with ZeRO-1 (Megatron's distributed optimizer) or, without pipeline,
+  ZeRO-3 (FSDP): gradients reduce-scattered and weights all-gathered (twice under ZeRO-3) once per step;
+* **recompute** none / selective (attention scores recomputed, + their forward FLOPs) / full (the whole
+  forward again: 4/3 of the compute).
+
+Global batch: d x micro-batch x sequence <= global batch tokens, so m = G / (d*b*s) >= 1.
+Step time = compute x recompute x (1 + bubble) + TP traffic + max(0, overlappable traffic - compute), where
+compute = model FLOPs / (chips x peak x kernel efficiency) and overlappable = DP + CP + PP + EP traffic
+(hidden behind compute when it is shorter). Kernel efficiency is calibrated on published runs through this
+same function (``workbook.training.calibration``). Ring collectives: each chip sends (n-1)/n of the buffer
+per all-gather/reduce-scatter. Link speeds: the accelerator table's scale-up figure is bidirectional, so a
+ring uses half; the scale-out figure per chip is below (NIC per GPU, DCN per TPU chip).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import polars as pl
+
+from workbook.model import memory
+
+TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
+PP_DEGREES = (1, 2, 4, 8, 16, 32)
+CP_DEGREES = (1, 2, 4, 8, 16, 32)
+RECOMPUTE = ("none", "selective", "full")
+ZERO_STAGES = (1, 3)  # distributed optimizer (any layout) or FSDP (no pipeline)
+MIN_TOKENS_PER_CP_RANK = 4096  # NVIDIA recipes split 8k sequences at most 2 ways (DGXC Llama 3.1 70B/405B: CP2)
+LAYERS_PER_CHUNK = 2  # interleaved pipeline chunk: NVIDIA DGXC Llama 3.1 405B recipe, PP9 x VP7 for 126 layers
+ACTIVATION_BYTES = 2  # bf16 activations on the wire
+SP_COLLECTIVES = 8  # per layer per micro-batch: (2 all-gather + 2 reduce-scatter) x (forward + backward)
+SP_COLLECTIVES_FULL_RECOMPUTE = 12  # the forward ones run again
+CP_PASSES = 3  # keys/values forward, keys/values and their gradients backward
+A2A_PASSES = 4  # dispatch + combine, forward + backward
+FULL_RECOMPUTE_FACTOR = 4 / 3  # forward (2 of 6 FLOPs per parameter per token) runs twice
+
+# Scale-out bandwidth per chip, bytes/s, one direction (the scale-up figure comes from data/accelerators.csv).
+# Keyed by accelerator family, with per-id exceptions. Vendor reference designs: DGX A100 8 x 200 Gb/s HDR,
+# DGX H100 / HGX B200 / GB200 NVL72 one 400 Gb/s ConnectX-7 per GPU (DeepSeek-V3 report Sec. 3.2.2: IB 50 GB/s
+# per H800), GB300/B300 ConnectX-8 800 Gb/s; trn1 800 Gb/s EFA per 16 chips, trn2 3.2 Tb/s per 16 chips;
+# TPUs across slices use the data-centre network (DCN), ~100 Gb/s per 4-chip host (judgement).
+SCALEOUT_BYTES_PER_S = {
+    "Volta": 12.5e9,
+    "Ampere": 25e9,
+    "Ada": 12.5e9,
+    "Hopper": 50e9,
+    "Blackwell": 50e9,
+    "CDNA3": 50e9,
+    "TPU": 3.125e9,
+    "Trainium": 6.25e9,
+}
+SCALEOUT_BYTES_PER_S_BY_ID = {"gb300": 100e9, "b300": 100e9, "trainium2": 25e9, "h100-pcie": 25e9}
+LAYOUT_COLUMNS = ("tensor_parallel", "pipeline_parallel", "context_parallel", "data_parallel", "expert_parallel")
+STEP_PARTS = ("compute_s", "bubble_s", "tp_comm_s", "exposed_comm_s")
+PLAN_COLUMNS = (
+    *LAYOUT_COLUMNS,
+    "recompute",
+    "zero_stage",
+    "micro_batches",
+    "step_s",
+    *STEP_PARTS,
+    "mfu_planned",
+    *(f"{k}_bytes" for k in memory.COMPONENTS),
+    "memory_per_chip_bytes",
+    "fits_in_memory",
+)
+
+
+def scaleout_bytes_per_s() -> pl.Expr:
+    """Scale-out bandwidth per chip for each accelerator row (needs ``accelerator_id`` and ``family``)."""
+    by_family = pl.col("family").replace_strict(SCALEOUT_BYTES_PER_S, default=None, return_dtype=pl.Float64)
+    by_id = pl.col("accelerator_id").replace_strict(SCALEOUT_BYTES_PER_S_BY_ID, default=None, return_dtype=pl.Float64)
+    return pl.coalesce(by_id, by_family, pl.lit(SCALEOUT_BYTES_PER_S["Ampere"]))
+
+
+@functools.lru_cache(maxsize=32)
+def _layouts_under_caps(recompute: str | None, zero_stage: int | None) -> pl.DataFrame:
+    """For every combination of caps (the largest tensor, pipeline and context degree a row allows), every layout
+    under them: ``_t``, ``_p``, ``_c``, ``recompute``, ``zero_stage``, in grid order. ``recompute``/``zero_stage``
+    fix those choices (None: the planner picks); ZeRO-3 (FSDP) only without a pipeline unless the stage is fixed.
+    """
+    degrees = {"_t": TP_DEGREES, "_p": PP_DEGREES, "_c": CP_DEGREES}
+    layouts = (
+        pl.DataFrame({"_t": TP_DEGREES})
+        .join(pl.DataFrame({"_p": PP_DEGREES}), how="cross")
+        .join(pl.DataFrame({"_c": CP_DEGREES}), how="cross")
+        .join(pl.DataFrame({"recompute": RECOMPUTE if recompute is None else (recompute,)}), how="cross")
+        .join(pl.DataFrame({"zero_stage": ZERO_STAGES if zero_stage is None else (zero_stage,)}), how="cross")
+    )
+    if zero_stage is None:
+        layouts = layouts.filter((pl.col("zero_stage") < 3) | (pl.col("_p") == 1))
+    caps = pl.DataFrame({"_t_cap": TP_DEGREES}).join(pl.DataFrame({"_p_cap": PP_DEGREES}), how="cross")
+    caps = caps.join(pl.DataFrame({"_c_cap": CP_DEGREES}), how="cross")
+    return (
+        caps.join(layouts, how="cross", maintain_order="left_right")
+        .filter(pl.all_horizontal(pl.col(k) <= pl.col(f"{k}_cap") for k in degrees))
+        .with_columns(pl.col(*degrees).cast(pl.Float64))
+    )
+
+
+def _cap(limit: pl.Expr, degrees: tuple[int, ...]) -> pl.Expr:
+    """The largest of ``degrees`` (powers of two from 1) not above ``limit`` (1 when the limit is below 2)."""
+    return (2 ** (limit.clip(lower_bound=1).log(2) + 1e-9).floor()).clip(upper_bound=max(degrees)).cast(pl.Int64)
+
+
+def _candidates(rows: pl.LazyFrame, settings: dict, n: pl.Expr | None = None) -> pl.LazyFrame:
+    """Every applicable layout of each row (``_row``): ``rows`` with ``_t``, ``_p``, ``_c``, ``recompute``,
+    ``zero_stage``.
+
+    Tensor parallelism inside the scale-up domain and at most one head per rank; at most one layer per pipeline
+    stage; a context-parallel rank keeps at least ``MIN_TOKENS_PER_CP_RANK`` tokens. With a chip count ``n``,
+    also d = n / (t*p*c) >= 1 and m = G / (d*b*s) >= 1. Built by an equi-join on the caps, never a full grid
+    per row, and only on the row index (the inputs are joined to the survivors).
+    """
+    heads = pl.col("attention_dim") / 128
+    caps = rows.select(
+        "_row",
+        _t_cap=_cap(pl.min_horizontal(pl.col("scaleup_domain_chips"), heads), TP_DEGREES),
+        _p_cap=_cap(pl.col("n_layers").cast(pl.Float64), PP_DEGREES),
+        _c_cap=_cap(pl.col("seq_len") / MIN_TOKENS_PER_CP_RANK, CP_DEGREES),
+        _n=pl.lit(None, pl.Float64) if n is None else n,
+        _most=pl.col("global_batch_tokens") / (settings["micro_batch"] * pl.col("seq_len")),  # d at m = 1
+    )
+    layouts = _layouts_under_caps(settings.get("recompute"), settings.get("zero_stage")).lazy()
+    candidates = caps.join(layouts, on=["_t_cap", "_p_cap", "_c_cap"], maintain_order="left_right")
+    if n is not None:
+        model_parallel = pl.col("_t") * pl.col("_p") * pl.col("_c")
+        n = pl.col("_n")
+        candidates = candidates.filter((model_parallel <= n) & (model_parallel * pl.col("_most") >= n))
+    layout = candidates.select("_row", "_t", "_p", "_c", "recompute", "zero_stage")
+    return layout.join(rows, on="_row", maintain_order="left")
+
+
+def _memory(s: dict, d: pl.Expr, m: pl.Expr) -> dict[str, pl.Expr]:
+    """Bytes per chip by component for the layout columns and ``d`` data-parallel ranks."""
+    t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
+    e = _expert_parallel(d)
+    dense = pl.col("params") - pl.col("expert_params")
+    slice_params = dense / (t * p) + pl.col("expert_params") / (t * p * e)
+    parts = memory.model_state_bytes(slice_params, d * c, pl.col("zero_stage"))
+    v = _chunks()
+    in_flight = pl.min_horizontal(p, m) / p * pl.when(v > 1).then(1 + (p - 1) / (p * v)).otherwise(1.0)
+    live = pl.col("n_layers") * in_flight
+    seq = pl.col("seq_len") / c
+    b = s["micro_batch"]
+    act = pl.lit(0.0)
+    for r in RECOMPUTE:
+        stored = memory.activation_bytes(seq, b, pl.col("hidden_dim"), pl.col("attention_dim"), live, t, r)
+        act = pl.when(pl.col("recompute") == r).then(stored).otherwise(act)
+    parts["activations"] = act + memory.logits_bytes(seq, b, pl.col("vocab_size"), t)
+    layer = pl.col("active_params") / pl.col("n_layers")
+    fsdp = memory.FSDP_PREFETCH_LAYERS * memory.WEIGHT_BYTES * layer / t
+    parts["overhead"] = s["framework_overhead_bytes"] + pl.when(pl.col("zero_stage") >= 3).then(fsdp).otherwise(0.0)
+    return parts
+
+
+def _expert_parallel(d: pl.Expr) -> pl.Expr:
+    return pl.min_horizontal(pl.col("n_experts").cast(pl.Float64), d * pl.col("_c"))
+
+
+def _chunks() -> pl.Expr:
+    """Interleaved pipeline chunks per stage (1 without a pipeline)."""
+    per_stage = pl.col("n_layers") / pl.col("_p")
+    return pl.when(pl.col("_p") > 1).then((per_stage / LAYERS_PER_CHUNK).floor().clip(lower_bound=1)).otherwise(1.0)
+
+
+def _link(group: pl.Expr) -> pl.Expr:
+    """Per-chip bandwidth for a collective over ``group`` chips: scale-up inside the domain, else scale-out."""
+    return (
+        pl.when(group <= pl.col("scaleup_domain_chips"))
+        .then(pl.col("scaleup_bytes_per_s") / 2)
+        .otherwise(pl.col("scaleout_bytes_per_s"))
+    )
+
+
+def _step(chips: pl.Expr, d: pl.Expr, m: pl.Expr, efficiency: pl.Expr) -> dict[str, pl.Expr]:
+    """Seconds per optimizer step by part, for the layout columns."""
+    t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
+    g = pl.col("global_batch_tokens")
+    layers = pl.col("n_layers") / p
+    h = pl.col("hidden_dim")
+    flops = pl.col("flops_per_token") * g
+    recompute = (
+        pl.when(pl.col("recompute") == "full")
+        .then(FULL_RECOMPUTE_FACTOR)
+        .when(pl.col("recompute") == "selective")
+        .then(1 + pl.col("attention_flops_per_token") / 3 / pl.col("flops_per_token"))
+        .otherwise(1.0)
+    )
+    compute = flops / (chips * pl.col("peak_flops_per_s") * efficiency) * recompute
+    v = _chunks()
+    bubble = compute * (p - 1) / (v * m)
+    tokens_per_rank = g / (d * c)  # tokens one tensor-parallel group processes per step
+    sp = pl.when(pl.col("recompute") == "full").then(SP_COLLECTIVES_FULL_RECOMPUTE).otherwise(SP_COLLECTIVES)
+    tp_bytes = sp * ACTIVATION_BYTES * h * tokens_per_rank * layers * (t - 1) / t
+    e = _expert_parallel(d)
+    dense = pl.col("params") - pl.col("expert_params")
+    slice_params = dense / (t * p) + pl.col("expert_params") / (t * p * e)
+    gathers = pl.when(pl.col("zero_stage") >= 3).then(3).otherwise(2)
+    dp_ranks = d * c
+    dp_bytes = gathers * memory.WEIGHT_BYTES * slice_params * (dp_ranks - 1) / dp_ranks
+    kv = pl.col("kv_dim") / t
+    cp_bytes = CP_PASSES * 2 * kv * ACTIVATION_BYTES * tokens_per_rank * (c - 1) / c * layers
+    pp_bytes = pl.when(p > 1).then(2 * v * m * pl.col("seq_len") / c * h / t * ACTIVATION_BYTES).otherwise(0.0)
+    routed = pl.col("n_experts") > 1
+    ep_bytes = pl.when(routed).then(
+        A2A_PASSES * pl.col("experts_per_token") * h * ACTIVATION_BYTES * tokens_per_rank / t * layers * (e - 1) / e
+    )
+    overlappable = (
+        dp_bytes / _link(chips)
+        + cp_bytes / _link(t * c)
+        + pp_bytes / _link(t * c * p)
+        + ep_bytes.fill_null(0.0) / _link(e * t)
+    )
+    return {
+        "compute_s": compute,
+        "bubble_s": bubble,
+        "tp_comm_s": tp_bytes / (pl.col("scaleup_bytes_per_s") / 2),
+        "exposed_comm_s": (overlappable - compute).clip(lower_bound=0.0),
+    }
+
+
+INPUT_COLUMNS = (
+    "params",
+    "active_params",
+    "expert_params",
+    "n_layers",
+    "hidden_dim",
+    "attention_dim",
+    "kv_dim",
+    "n_experts",
+    "experts_per_token",
+    "vocab_size",
+    "seq_len",
+    "global_batch_tokens",
+    "flops_per_token",
+    "attention_flops_per_token",
+    "hbm_bytes",
+    "peak_flops_per_s",
+    "scaleup_domain_chips",
+    "scaleup_bytes_per_s",
+    "scaleout_bytes_per_s",
+)  # what the planner reads from a row, besides the chip count and the efficiency
+
+
+def plan(frame: pl.DataFrame, chips: str, efficiency: str, settings: dict, exact: bool = True) -> pl.DataFrame:
+    """The fastest layout per row of ``frame`` at ``chips`` (column name) chips.
+
+    ``frame`` needs the :data:`INPUT_COLUMNS` (model shape, ``global_batch_tokens``, ``flops_per_token``,
+    ``attention_flops_per_token``, the accelerator's ``hbm_bytes``, ``peak_flops_per_s``, scale-up and
+    scale-out bandwidth) and the ``efficiency`` column (kernel efficiency). ``settings``: micro_batch,
+    hbm_usable_fraction, framework_overhead_bytes, recompute (None = choose), zero_stage (None = choose).
+    ``exact``: the data-parallel degree must be a whole number (False while sizing on fractional chips).
+    Adds the layout columns, ``step_s`` and its parts, ``mfu_planned`` (model FLOPs / peak), per-component
+    bytes (``<component>_bytes``), ``memory_per_chip_bytes`` and ``fits_in_memory``. Rows where no layout fits
+    keep the layout with the least memory (``fits_in_memory`` false); rows where none is allowed by the batch
+    or the chip count get null layout columns. Rows with the same inputs are planned once.
+    """
+    keys = [*INPUT_COLUMNS, chips, efficiency]
+    base = frame.drop([c for c in PLAN_COLUMNS if c in frame.columns])
+    distinct = base.select(keys).unique(maintain_order=True).with_row_index("_row")
+    best = _best_layouts(distinct, chips, efficiency, settings, exact)
+    planned = distinct.join(best, on="_row", how="left", maintain_order="left").drop("_row")
+    return base.join(planned, on=keys, how="left", nulls_equal=True, maintain_order="left")
+
+
+def _best_layouts(rows: pl.DataFrame, chips: str, efficiency: str, settings: dict, exact: bool) -> pl.DataFrame:
+    """:data:`PLAN_COLUMNS` of the best layout for each ``_row`` of ``rows`` (rows with no layout left out)."""
+    n = pl.col(chips).cast(pl.Float64)
+    model_parallel = pl.col("_t") * pl.col("_p") * pl.col("_c")
+    d = n / model_parallel
+    b = settings["micro_batch"]
+    m = pl.col("global_batch_tokens") / (d * b * pl.col("seq_len"))
+    expanded = _candidates(rows.lazy(), settings, n).with_columns(_d=d).with_columns(_m=m)
+    if exact:
+        expanded = expanded.filter(pl.col("_d").floor() == pl.col("_d"))
+    d, m = pl.col("_d"), pl.col("_m")
+    parts = _memory(settings, d, m)
+    usable = pl.col("hbm_bytes") * settings["hbm_usable_fraction"]
+    step = _step(n, d, m, pl.col(efficiency))
+    expanded = (
+        expanded.with_columns(
+            **{f"{k}_bytes": v for k, v in parts.items()},
+            **step,
+            data_parallel=d,
+            expert_parallel=_expert_parallel(d),
+            micro_batches=m,
+        )
+        .with_columns(
+            memory_per_chip_bytes=pl.sum_horizontal([f"{k}_bytes" for k in parts]),
+            step_s=pl.sum_horizontal(list(step)),
+        )
+        .with_columns(fits_in_memory=pl.col("memory_per_chip_bytes") <= usable)
+    )
+    # The fastest layout that fits; where none does, the one with the least memory (the first in order on ties).
+    fastest = pl.when(pl.col("fits_in_memory")).then(pl.col("step_s")).arg_min()
+    return (
+        expanded.group_by("_row")
+        .agg(pl.all().get(pl.coalesce(fastest, pl.col("memory_per_chip_bytes").arg_min())))
+        .with_columns(
+            tensor_parallel=pl.col("_t").cast(pl.Int64),
+            pipeline_parallel=pl.col("_p").cast(pl.Int64),
+            context_parallel=pl.col("_c").cast(pl.Int64),
+            data_parallel=pl.col("data_parallel").round().cast(pl.Int64),
+            expert_parallel=pl.col("expert_parallel").round().cast(pl.Int64),
+            mfu_planned=pl.col("flops_per_token")
+            * pl.col("global_batch_tokens")
+            / (n * pl.col("step_s") * pl.col("peak_flops_per_s")),
+        )
+        .select("_row", *PLAN_COLUMNS)
+        .collect()
+    )
+
+
+def min_chips(frame: pl.DataFrame, settings: dict) -> pl.DataFrame:
+    """Per row: the fewest chips at which some layout fits (``min_chips_to_fit``, fractional, null when none
+    does) and the most the global batch allows (``max_chips_for_batch``).
+
+    Memory per chip = fixed + sharded / (d*c) for a layout, so d >= sharded / (c * (usable - fixed)); the
+    pipeline is taken full (m >= p) and expert parallelism at its widest (e = experts), as at large d.
+    """
+    t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
+    big = pl.lit(1e12)
+    parts = _memory(settings, big, big)
+    dense = pl.col("params") - pl.col("expert_params")
+    slice_params = dense / (t * p) + pl.col("expert_params") / (t * p * pl.col("n_experts"))
+    per_param = pl.col("zero_stage").replace_strict({z: memory.sharded_bytes_per_param(z) for z in range(4)})
+    sharded = per_param * slice_params
+    fixed = pl.sum_horizontal(list(parts.values()))  # what is left per chip with unboundedly many ranks
+    usable = pl.col("hbm_bytes") * settings["hbm_usable_fraction"]
+    d_min = (sharded / (c * (usable - fixed))).clip(lower_bound=1.0)
+    d_max = (pl.col("global_batch_tokens") / (settings["micro_batch"] * pl.col("seq_len"))).floor()
+    distinct = frame.select(INPUT_COLUMNS).unique(maintain_order=True).with_row_index("_row")
+    agg = (
+        _candidates(distinct.lazy(), settings)
+        .with_columns(
+            _fit=pl.when((usable > fixed) & (d_min <= d_max)).then(t * p * c * d_min),
+            _allowed=t * p * c * d_max,
+        )
+        .group_by("_row")
+        .agg(pl.col("_fit").min().alias("min_chips_to_fit"), pl.col("_allowed").max().alias("max_chips_for_batch"))
+    )
+    limits = distinct.join(agg.collect(), on="_row", how="left", maintain_order="left").drop("_row")
+    return frame.join(limits, on=list(INPUT_COLUMNS), how="left", nulls_equal=True, maintain_order="left")
+
+
+def layout_words(prefix: str = "") -> pl.Expr:
+    """'TP8 x PP16 x CP2 x DP128 (EP8)', degrees of 1 left out; null where there is no layout."""
+    col = lambda name: pl.col(f"{prefix}{name}")  # noqa: E731
+    parts = [
+        pl.when(col(name) > 1).then(pl.format(f"{label}{{}}", col(name)))
+        for name, label in (("tensor_parallel", "TP"), ("pipeline_parallel", "PP"), ("context_parallel", "CP"))
+    ]
+    dp = pl.format("DP{}", col("data_parallel"))
+    ep = pl.when(col("expert_parallel") > 1).then(pl.format(" (EP{})", col("expert_parallel"))).otherwise(pl.lit(""))
+    text = pl.concat_str([*parts, dp], separator=" x ", ignore_nulls=True)
+    return pl.when(col("tensor_parallel").is_not_null()).then(pl.concat_str([text, ep]))
