@@ -142,3 +142,27 @@ def test_serve_tab_renders_and_responds(page):
 def test_no_request_leaves_the_machine(page):
     hosts = page.evaluate("performance.getEntriesByType('resource').map(r => new URL(r.name).hostname)")
     assert hosts and set(hosts) <= {"127.0.0.1", "localhost", ""}, set(hosts)
+
+
+TABLES_CUT = """Array.from(document.querySelectorAll('table.wb-table')).filter(t => t.offsetParent).map(t => {
+  let box = t.parentElement;  // the nearest ancestor that clips (widget panels hide their overflow)
+  while (box !== document.body && getComputedStyle(box).overflowX === 'visible') box = box.parentElement;
+  return {table: t.className, right: t.getBoundingClientRect().right, edge: box.getBoundingClientRect().right};
+}).filter(c => c.right > c.edge + 1)"""
+
+
+def test_tables_fit_and_the_page_never_scrolls_sideways(page):
+    for tab in ("Train", "Serve"):
+        page.get_by_role("tab", name=tab).click()
+        page.locator(".wb-serve-table" if tab == "Serve" else ".wb-table").first.wait_for(timeout=60_000)
+        try:
+            for width in (820, 1280, 1440, 1920, 2560):
+                page.set_viewport_size({"width": width, "height": 1800})
+                page.wait_for_timeout(400)
+                assert page.locator("table.wb-table:visible").count() == 1, (tab, width)  # something to check
+                sideways = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+                assert sideways <= 0, (tab, width, sideways)
+                assert page.evaluate(TABLES_CUT) == [], (tab, width)
+        finally:
+            page.set_viewport_size({"width": 1500, "height": 1800})
+    page.get_by_role("tab", name="Train").click()

@@ -24,3 +24,11 @@ def log_slider(description: str, value: float, low: float, high: float, fmt: str
         layout=w.Layout(width="420px"),
         **kw,
     )
+
+
+def page_columns(controls: list[w.Widget], answer: list[w.Widget]) -> w.HBox:
+    """The controls beside the answer; where both do not fit (820 px) the answer wraps below the controls at full
+    width instead of being squeezed and clipped."""
+    left = w.VBox(controls, layout=w.Layout(width="460px", min_width="440px"))
+    right = w.VBox(answer, layout=w.Layout(flex="1 1 480px"))
+    return w.HBox([left, right], layout=w.Layout(flex_flow="row wrap"))

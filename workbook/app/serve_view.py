@@ -13,7 +13,7 @@ import polars as pl
 from workbook import serving
 from workbook.app import stale, views
 from workbook.app.chartgrid import ChartGrid
-from workbook.app.controls import STYLE, log_slider
+from workbook.app.controls import STYLE, log_slider, page_columns
 from workbook.catalog import Catalog
 from workbook.charts import serving as cs
 from workbook.charts.common import template_specs
@@ -115,35 +115,30 @@ class ServeView:
 
     def _layout(self) -> w.Widget:
         c = self.controls
-        left = w.VBox(
-            [
-                w.HTML("<b>Model</b>"),
-                self.model_note,
-                c["own_model"],
-                c["params_b"],
-                c["precision"],
-                c["kv_precision"],
-                w.HTML("<b>Traffic and targets</b>"),
-                c["prompt_tokens"],
-                c["output_tokens"],
-                c["rps"],
-                c["ttft_ms"],
-                c["tpot_ms"],
-                c["headroom_pct"],
-                w.HTML("<b>Where</b>"),
-                c["stack"],
-                c["pricing"],
-                c["cloud"],
-                w.HTML("<b>Train, then serve</b>"),
-                c["months"],
-            ],
-            layout=w.Layout(width="460px", min_width="440px"),
+        left = [
+            w.HTML("<b>Model</b>"),
+            self.model_note,
+            c["own_model"],
+            c["params_b"],
+            c["precision"],
+            c["kv_precision"],
+            w.HTML("<b>Traffic and targets</b>"),
+            c["prompt_tokens"],
+            c["output_tokens"],
+            c["rps"],
+            c["ttft_ms"],
+            c["tpot_ms"],
+            c["headroom_pct"],
+            w.HTML("<b>Where</b>"),
+            c["stack"],
+            c["pricing"],
+            c["cloud"],
+            w.HTML("<b>Train, then serve</b>"),
+            c["months"],
+        ]
+        return page_columns(
+            left, [self.status, self.card, self.charts, w.HTML("<h3>All serving options</h3>"), self.table]
         )
-        right = w.VBox(
-            [self.status, self.card, self.charts, w.HTML("<h3>All serving options</h3>"), self.table],
-            layout=w.Layout(flex="1 1 auto"),
-        )
-        return w.HBox([left, right])
 
     def model(self) -> tuple[ModelSpec, str]:
         """The served model and its label: the Train tab's, unless the override is ticked."""

@@ -14,7 +14,7 @@ from workbook import catalog as catalog_mod
 from workbook import present
 from workbook.app import stale, state, views
 from workbook.app.chartgrid import ChartGrid
-from workbook.app.controls import log_slider
+from workbook.app.controls import log_slider, page_columns
 from workbook.app.upload import PriceUpload, mib
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.charts import training as charts
@@ -161,38 +161,33 @@ class TrainView:
         )
         accordion = w.Accordion(children=[advanced], titles=("Advanced: MFU, goodput, engineering cost, prices",))
         accordion.selected_index = None
-        left = w.VBox(
-            [
-                w.HTML("<b>Model</b>"),
-                c["params_b"],
-                c["moe"],
-                c["active_params_b"],
-                c["tokens_preset"],
-                c["tokens_b"],
-                w.HTML("<b>Job</b>"),
-                c["framework"],
-                c["current_platform"],
-                c["days"],
-                c["precision"],
-                c["pricing"],
-                w.HTML("<b>Constraints</b>"),
-                c["cloud"],
-                c["multi_cloud"],
-                c["lock_in"],
-                c["budget_musd"],
-                accordion,
-            ],
-            layout=w.Layout(width="460px", min_width="440px"),
-        )
+        left = [
+            w.HTML("<b>Model</b>"),
+            c["params_b"],
+            c["moe"],
+            c["active_params_b"],
+            c["tokens_preset"],
+            c["tokens_b"],
+            w.HTML("<b>Job</b>"),
+            c["framework"],
+            c["current_platform"],
+            c["days"],
+            c["precision"],
+            c["pricing"],
+            w.HTML("<b>Constraints</b>"),
+            c["cloud"],
+            c["multi_cloud"],
+            c["lock_in"],
+            c["budget_musd"],
+            accordion,
+        ]
         self.downloads = w.HTML()
         self.prepare = w.Button(description="Prepare downloads", tooltip="table CSV, charts PNG/SVG, one-page brief")
         self.prepare.on_click(lambda _: self.prepare_downloads())
         share = w.HBox([self.prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap"))
-        right = w.VBox(
-            [self.status, self.card, share, self.charts, w.HTML("<h3>All options</h3>"), self.table],
-            layout=w.Layout(flex="1 1 auto"),
+        return page_columns(
+            left, [self.status, self.card, share, self.charts, w.HTML("<h3>All options</h3>"), self.table]
         )
-        return w.HBox([left, right])
 
     def set_values(self, values: dict) -> None:
         """Set several controls at once (a scenario link), then recompute once."""

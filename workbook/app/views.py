@@ -11,7 +11,7 @@ import polars as pl
 
 from workbook import present
 from workbook.present import days, usd
-from workbook.training.recommend import Recommendation
+from workbook.training.recommend import UNNAMED_REGIONS, Recommendation
 
 message = present.message  # the views' one-line notices (errors, info)
 
@@ -44,20 +44,27 @@ def _pricing(option: dict) -> str:
     return (option["pricing_model"] or "–") + (" · your price" if option.get("user_price") else "")
 
 
+def _where(option: dict) -> str:
+    """Cloud and, where the quote names one, its region: "nebius · us-central1"."""
+    cloud = option["cloud"] or "–"
+    return cloud if option.get("region") in UNNAMED_REGIONS else f"{cloud} · {option['region']}"
+
+
 def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
-    """All options, cheapest first, formatted ($1.2M, 18.5 days); infeasible ones last with the reason."""
+    """All options, cheapest first, formatted ($1.2M, 18.5 days); infeasible ones last with the reason. Nine
+    columns (cost with its range, cloud with its region) so it fits beside the controls at 1280 px."""
     shown = frame.head(limit).to_dicts()
     rows = [
         [
             r["name"],
-            r["cloud"] or "–",
-            r["region"] or "–",
+            _where(r),
             _pricing(r),
             f"{r['chips']:,}" if r["chips"] else "–",
             r.get("layout") or "–",
             days(r["finish_days"]) if r["finish_days"] else "–",
-            usd(r["cost_usd"]) if r["cost_usd"] is not None else "–",
-            f"{usd(r['cost_usd_low'])} to {usd(r['cost_usd_high'])}" if r["cost_usd"] is not None else "",
+            f"{usd(r['cost_usd'])} ({usd(r['cost_usd_low'])} to {usd(r['cost_usd_high'])})"
+            if r["cost_usd"] is not None
+            else "–",
             present.energy(r["energy_kwh"], r["co2e_kg"]) if r["chips"] else "–",
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
             "ok" if r["feasible"] else (r["infeasible_reason"] or ""),
@@ -66,14 +73,12 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
     ]
     head = [
         "Accelerator",
-        "Cloud",
-        "Region",
+        "Cloud · region",
         "Pricing",
         "Chips",
         "Layout",
         "Finish (porting + training)",
-        "Cost",
-        "Cost range",
+        "Cost (range)",
         "Energy (CO2e)",
         "Memory / chip",
         "Status",
@@ -127,8 +132,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
         "Pricing",
         "Chips",
         "Load",
-        "TTFT",
-        "ms/token",
+        "Latency (first token, per token)",
         "$ / M output tokens",
         "Memory / chip",
         "Status",
@@ -142,8 +146,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
             _pricing(r),
             "–" if r["replicas"] is None else f"{r['replicas']:,} x {r['chips_per_replica']}",
             f"{r['utilisation']:.0%}" if r["feasible"] else "–",
-            f"{r['ttft_ms']:,.0f} ms",
-            f"{r['tpot_ms']:.1f}",
+            f"{r['ttft_ms']:,.0f} ms, {r['tpot_ms']:.1f} ms",
             "–" if r["usd_per_million_tokens"] is None else f"${r['usd_per_million_tokens']:,.2f}",
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
             "ok" if r["feasible"] else r["infeasible_reason"],
