@@ -32,7 +32,10 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def voila(notebook: str = "notebooks/app.ipynb", *extra: str):
-    """Serve ``notebook`` with the shipped voila.json on a free port; yield its base URL; stop the server afterwards."""
+    """Serve ``notebook`` with the shipped voila.json on a free port; yield its base URL; stop the server afterwards.
+
+    Started as a Voila user starts an app, ``voila notebooks/app.ipynb`` from the repository root: no JUPYTER_PATH,
+    the template is the one the install put under the environment's ``share/jupyter``."""
     port = free_port()
     voila_bin = Path(sys.executable).parent / "voila"
     proc = subprocess.Popen(
@@ -40,7 +43,7 @@ def voila(notebook: str = "notebooks/app.ipynb", *extra: str):
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "JUPYTER_PATH": str(ROOT / "share" / "jupyter")},
+        env={k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"},
     )
     try:
         deadline = time.time() + 60

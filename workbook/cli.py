@@ -1,4 +1,5 @@
-"""Command line: ``python -m workbook train|compare|accelerators|data build-prices`` (contract in DESIGN.md).
+"""Command line: ``workbook train|serve|compare|report|accelerators|data build-prices|app`` (or ``python -m workbook``;
+contract in DESIGN.md).
 
 Bad input exits with status 2 and one line on stderr naming the flag and what it accepts.
 """
@@ -13,8 +14,9 @@ import sys
 
 import polars as pl
 
+import workbook
 from workbook import catalog as catalog_mod
-from workbook import report, serving
+from workbook import launch, report, serving
 from workbook.catalog import pricebuild
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
@@ -78,6 +80,20 @@ def _positive(flag: str, integer: bool = False):
     return parse
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"--port must be a whole number from 1 to 65535, got {text!r}")
+    return int(text)
+
+
+def _base_url(text: str) -> str:
+    if not (text.startswith("/") and text.endswith("/")):
+        raise argparse.ArgumentTypeError(
+            f"--base-url must start and end with '/', e.g. /services/workbook/, got {text!r}"
+        )
+    return text
+
+
 def _scenario_flags(p: argparse.ArgumentParser, single: bool) -> None:
     p.add_argument("--params", type=_positive("--params"), required=True, help="total parameters, e.g. 70e9")
     p.add_argument("--tokens", type=_positive("--tokens"), help="training tokens (default: 20 per parameter)")
@@ -112,9 +128,8 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python -m workbook", description="Which accelerator to train on, how many, how long, what cost."
-    )
+    parser = _Parser(prog="workbook", description="Which accelerator to train on, how many, how long, what cost.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {workbook.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _scenario_flags(sub.add_parser("train", help="one accelerator: chips, days, cost, memory"), single=True)
     serve = sub.add_parser("serve", help="one accelerator: replicas, chips, latency, USD per million tokens")
@@ -143,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--as-of", type=dt.date.fromisoformat, help="as-of date for SkyPilot vms.csv rows (default today)"
     )
+    app = sub.add_parser("app", help="serve the Voila app with the shipped settings (needs the [app] extra)")
+    app.add_argument("--port", type=_port, default=8866)
+    app.add_argument("--ip", default="127.0.0.1", help="address to listen on (default: this machine only)")
+    app.add_argument("--base-url", type=_base_url, default="/", help="URL prefix, e.g. /services/workbook/")
     return parser
 
 
@@ -271,6 +290,8 @@ def _table(frame: pl.DataFrame) -> str:
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "app":
+        return launch.serve(args.port, args.ip, args.base_url)
     if args.command == "data":
         frame = pricebuild.build(args.source_dir, args.as_of)
         pricebuild.write(frame, args.out)

@@ -5,6 +5,11 @@ Usage::
     from workbook import catalog
     cat = catalog.load()                                   # shipped data
     cat = catalog.load(price_overrides="my_prices.csv")    # plus negotiated prices
+    cat = catalog.load(data_dir="our_tables/")             # your own copy of every table
+
+Which tables ``load()`` reads, first match wins: the ``data_dir`` argument; the directory in the
+``WORKBOOK_DATA_DIR`` environment variable; the tables shipped inside the installed package (the wheel copies
+the repository's ``data/`` into ``workbook/data``); the repository's ``data/`` in a source checkout.
 
 A bad file raises :class:`workbook.errors.DataError` whose message names the file,
 the CSV line (header = line 1) and the column. Loading overrides never writes to
@@ -15,15 +20,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 from pathlib import Path
 
 import pandera.polars as pa
 import polars as pl
 
+from workbook import shipped
 from workbook.catalog import schemas
-from workbook.errors import DataError
+from workbook.errors import DataError, InputError
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+DATA_DIR_ENV = "WORKBOOK_DATA_DIR"
+DATA_DIR = shipped.path("data", "data")  # the tables in the installed package, else the checkout's data/
 PRICE_KEY = ["accelerator_id", "cloud", "region", "instance_type", "pricing_model"]
 
 
@@ -162,13 +170,26 @@ def _unknown_ids(frame: pl.DataFrame, known: list[str], label: str) -> None:
         )
 
 
+def data_root(data_dir: Path | str | None = None) -> Path:
+    """The directory ``load`` reads: the argument, else ``$WORKBOOK_DATA_DIR``, else the shipped tables."""
+    field, chosen = ("data_dir", data_dir) if data_dir is not None else (DATA_DIR_ENV, os.environ.get(DATA_DIR_ENV))
+    if not chosen:
+        return DATA_DIR
+    root = Path(chosen).expanduser()
+    if not (root / "accelerators.csv").is_file():
+        raise InputError(
+            field, f"must be a directory holding the workbook's tables (accelerators.csv, ...), got {root}"
+        )
+    return root
+
+
 def load(data_dir: Path | str | None = None, price_overrides: Path | str | None = None) -> Catalog:
     """Load and validate every table; optionally layer a user's price file over the shipped prices.
 
     Override rows replace shipped rows with the same (accelerator, cloud, region, instance,
     pricing model) and add new ones; they are marked ``source`` as the user gave it.
     """
-    root = Path(data_dir) if data_dir is not None else DATA_DIR
+    root = data_root(data_dir)
     accelerators = read_table(root / "accelerators.csv", schemas.Accelerators)
     known = accelerators["accelerator_id"].to_list()
     prices = read_table(root / "prices.csv", schemas.Prices)
