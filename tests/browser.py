@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
@@ -63,3 +65,18 @@ def voila(notebook: str = "notebooks/app.ipynb", *extra: str):
 
 def chromium_available() -> bool:
     return Path(CHROMIUM).exists()
+
+
+def fetch(url: str, start_s: float = 120) -> tuple[int, str]:
+    """Status and body of ``url``, waiting up to ``start_s`` for the server to listen."""
+    deadline = time.time() + start_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=180) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode(errors="replace")
+        except urllib.error.URLError as err:  # not listening yet
+            if not isinstance(err.reason, ConnectionError) or time.time() > deadline:
+                raise
+            time.sleep(0.3)

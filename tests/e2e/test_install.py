@@ -13,16 +13,13 @@ import os
 import site
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 import venv
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.browser import ROOT, free_port
+from tests.browser import ROOT, fetch, free_port
 
 TEMPLATE = "share/jupyter/voila/templates/workbook"
 
@@ -145,25 +142,10 @@ def _app(env: Path, cwd: Path, *args: str):
             proc.wait()
 
 
-def _get(url: str, start_s: float = 120) -> tuple[int, str]:
-    """Status and body of ``url``, waiting up to ``start_s`` for the server to listen."""
-    deadline = time.time() + start_s
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=180) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode(errors="replace")
-        except urllib.error.URLError as err:  # not listening yet
-            if not isinstance(err.reason, ConnectionError) or time.time() > deadline:
-                raise
-            time.sleep(0.3)
-
-
 @pytest.mark.parametrize("base_url", ["/", "/services/workbook/"])
 def test_app_serves_the_page_from_outside_the_checkout(env, outside, base_url):
     with _app(env, outside, f"--base-url={base_url}") as url:
-        status, page = _get(url + base_url)
+        status, page = fetch(url + base_url)
     assert status == 200, page[-2000:]
     assert "<title>Accelerator Workbook</title>" in page
     assert "application/vnd.jupyter.widget-view+json" in page  # the notebook ran and displayed the dashboard

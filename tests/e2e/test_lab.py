@@ -1,5 +1,6 @@
 """JupyterLab in headless Chromium: the engineer notebook's live section shows sliders, moving one redraws the chart,
-and hovering a bar shows its tooltip. Lab serves a copy of the notebook, so nothing rewrites the saved one."""
+and hovering a bar shows its tooltip. Lab serves a copy of the notebook, so nothing rewrites the saved one.
+And Lab's Voila preview, started as `make lab` starts Lab (at the repository root), renders the app page."""
 
 import contextlib
 import os
@@ -10,7 +11,7 @@ import time
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, ROOT, chromium_available, free_port
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, ROOT, chromium_available, fetch, free_port
 
 pytestmark = [
     pytest.mark.browser,
@@ -26,7 +27,7 @@ LIVE = ".jp-OutputArea-output:has(.noUi-handle)"
 @contextlib.contextmanager
 def lab(root):
     port = free_port()
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # cwd = root, as `make lab`: Voila's server extension reads voila.json from there
         [
             sys.executable,
             "-m",
@@ -40,8 +41,10 @@ def lab(root):
             "--allow-root",
             "--LabApp.news_url=None",
         ],
+        cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"},
     )
     try:
         yield f"http://127.0.0.1:{port}"
@@ -115,3 +118,12 @@ def test_hovering_a_bar_shows_its_tooltip(live):
     tooltip = live.locator("#vg-tooltip-element")
     tooltip.wait_for(state="visible", timeout=10_000)
     assert "Cost" in tooltip.inner_text() and "Accelerator" in tooltip.inner_text()
+
+
+def test_labs_voila_preview_renders_the_app():
+    with lab(ROOT) as url:
+        status, page = fetch(url + "/voila/render/notebooks/app.ipynb")
+    assert status == 200, page[-2000:]
+    assert "<title>Accelerator Workbook</title>" in page
+    assert "application/vnd.jupyter.widget-view+json" in page and "Traceback" not in page
+    assert "font-awesome" not in page  # the workbook template (from voila.json), found where the install put it
