@@ -114,7 +114,13 @@ def test_moving_the_model_size_slider_redraws_the_chart(live):
 
 
 def test_hovering_a_bar_shows_its_tooltip(live):
-    live.locator(LIVE).first.locator(".vega-embed .mark-rect path").first.hover()
+    bars = live.locator(LIVE).first.locator(".vega-embed .mark-rect path").all()
+    assert bars
+    widest = max(bars, key=lambda bar: (bar.bounding_box() or {"width": 0})["width"])
+    box = widest.bounding_box()
+    live.mouse.move(0, 0)  # from outside the chart, so the hover is a fresh mouse-over
+    # Near the bar's left end and off its centre line, where the low-high range rule is drawn over it.
+    widest.hover(position={"x": box["width"] * 0.1, "y": box["height"] * 0.25})
     tooltip = live.locator("#vg-tooltip-element")
     tooltip.wait_for(state="visible", timeout=10_000)
     assert "Cost" in tooltip.inner_text() and "Accelerator" in tooltip.inner_text()
