@@ -5,18 +5,23 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8866
+# Every dependency of every extra, pinned with hashes for Linux, macOS and Windows, Python >= 3.11.5
+# (one pinned dependency needs 3.11.5). `make lock` regenerates it, keeping the current pins where they still fit.
+LOCK   := requirements.lock
+# The editable install copies the Voila template into .venv/share/jupyter, where Voila looks: reinstall on a change.
+TEMPLATE := $(wildcard share/jupyter/voila/templates/workbook/*)
 
-.PHONY: app test test-fast lint lab bench bench-load notebooks clean
+.PHONY: app test test-fast lint lab lock bench bench-load notebooks clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml $(LOCK) $(TEMPLATE)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[test]"
+	$(BIN)/pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 app: $(STAMP)
-	@echo "Accelerator Workbook: open http://127.0.0.1:$(PORT)/ in your browser (Ctrl-C stops it)"
-	JUPYTER_PATH=$(CURDIR)/share/jupyter $(BIN)/voila notebooks/app.ipynb --no-browser --port=$(PORT) --Voila.ip=127.0.0.1
+	$(BIN)/workbook app --port=$(PORT)
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest
@@ -29,8 +34,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Lab rooted at the repository (data/ is one click away) with the engineer notebook open.
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) notebooks/explore.ipynb
+
+lock: $(STAMP)
+	$(BIN)/pip install --quiet uv
+	$(BIN)/uv pip compile pyproject.toml --universal --generate-hashes --all-extras --python-version 3.11.5 -o $(LOCK)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
@@ -32,7 +34,10 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def voila(notebook: str = "notebooks/app.ipynb", *extra: str):
-    """Serve ``notebook`` with the shipped voila.json on a free port; yield its base URL; stop the server afterwards."""
+    """Serve ``notebook`` with the shipped voila.json on a free port; yield its base URL; stop the server afterwards.
+
+    Started as a Voila user starts an app, ``voila notebooks/app.ipynb`` from the repository root: no JUPYTER_PATH,
+    the template is the one the install put under the environment's ``share/jupyter``."""
     port = free_port()
     voila_bin = Path(sys.executable).parent / "voila"
     proc = subprocess.Popen(
@@ -40,7 +45,7 @@ def voila(notebook: str = "notebooks/app.ipynb", *extra: str):
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "JUPYTER_PATH": str(ROOT / "share" / "jupyter")},
+        env={k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"},
     )
     try:
         deadline = time.time() + 60
@@ -60,3 +65,18 @@ def voila(notebook: str = "notebooks/app.ipynb", *extra: str):
 
 def chromium_available() -> bool:
     return Path(CHROMIUM).exists()
+
+
+def fetch(url: str, start_s: float = 120) -> tuple[int, str]:
+    """Status and body of ``url``, waiting up to ``start_s`` for the server to listen."""
+    deadline = time.time() + start_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=180) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode(errors="replace")
+        except urllib.error.URLError as err:  # not listening yet
+            if not isinstance(err.reason, ConnectionError) or time.time() > deadline:
+                raise
+            time.sleep(0.3)

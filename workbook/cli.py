@@ -1,4 +1,5 @@
-"""Command line: ``python -m workbook train|compare|accelerators|data build-prices`` (contract in docs/design.md).
+"""Command line: ``workbook train|serve|compare|report|accelerators|data build-prices|app`` (or ``python -m workbook``;
+contract in docs/design.md).
 
 Bad input exits with status 2 and one line on stderr naming the flag (as typed) and what it accepts. Every file
 the CLI writes (``report --out``, ``data build-prices --out``) is checked first and written atomically: a rejected
@@ -15,8 +16,9 @@ import sys
 
 import polars as pl
 
+import workbook
 from workbook import catalog as catalog_mod
-from workbook import files, report, serving
+from workbook import files, launch, report, serving
 from workbook.catalog import pricebuild
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
@@ -119,6 +121,20 @@ def _positive(flag: str, integer: bool = False):
     return parse
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"--port must be a whole number from 1 to 65535, got {text!r}")
+    return int(text)
+
+
+def _base_url(text: str) -> str:
+    if not (text.startswith("/") and text.endswith("/")):
+        raise argparse.ArgumentTypeError(
+            f"--base-url must start and end with '/', e.g. /services/workbook/, got {text!r}"
+        )
+    return text
+
+
 def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool = True) -> None:
     p.add_argument("--params", type=_positive("--params"), help="total parameters, e.g. 70e9 (or --model/--config)")
     p.add_argument("--model", help="model preset: " + ", ".join(PRESETS) + ", generic-<params>")
@@ -154,7 +170,11 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool 
         help="where the team's code runs today; sets porting effort and the delay before training starts",
     )
     p.add_argument("--precision", choices=serving.WEIGHT_PRECISIONS if not single else PRECISIONS, default="bf16")
-    p.add_argument("--pricing", choices=PRICING_MODELS, default="on-demand" if single else None)
+    p.add_argument(
+        "--pricing",
+        choices=PRICING_MODELS,
+        help="one pricing model (default: every one; the cheapest that can run wins)",
+    )
     p.add_argument("--cloud", help="only this cloud (e.g. gcp, aws)")
     low, high = MFU_OVERRIDE_RANGE
     p.add_argument("--mfu", type=_positive("--mfu"), help=f"override the calibrated MFU ({low:g}-{high:g})")
@@ -199,9 +219,8 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python -m workbook", description="Which accelerator to train on, how many, how long, what cost."
-    )
+    parser = _Parser(prog="workbook", description="Which accelerator to train on, how many, how long, what cost.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {workbook.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _scenario_flags(sub.add_parser("train", help="one accelerator: chips, days, cost, memory"), single=True)
     serve = sub.add_parser("serve", help="one accelerator: replicas, chips, latency, USD per million tokens")
@@ -239,6 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"replace the file even if more than {pricebuild.MAX_DROP_SHARE:.0%} of its rows would be dropped",
     )
+    app = sub.add_parser("app", help="serve the Voila app with the shipped settings (needs the [app] extra)")
+    app.add_argument("--port", type=_port, default=8866)
+    app.add_argument("--ip", default="127.0.0.1", help="address to listen on (default: this machine only)")
+    app.add_argument("--base-url", type=_base_url, default="/", help="URL prefix, e.g. /services/workbook/")
     return parser
 
 
@@ -436,6 +459,8 @@ def _rebuild_summary(result: pricebuild.Rebuild, out: str) -> str:
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "app":
+        return launch.serve(args.port, args.ip, args.base_url)
     if args.command == "data":
         print(_rebuild_summary(pricebuild.rebuild(args.source_dir, args.out, args.as_of, args.force), args.out))
         return 0
@@ -473,13 +498,14 @@ def run(argv: list[str]) -> int:
     rows = frame.head(1) if args.command == "train" else frame
     if args.command == "train" and rows["infeasible_code"][0] == "no_training_stack":
         raise InputError("--precision", rows["infeasible_reason"][0])
+    summary = _summary(scenario, frame, cat)
     if args.json:
         records = _records(rows)
         print(json.dumps(records[0] if args.command == "train" else records, indent=1))
+        print(summary, file=sys.stderr)
     else:
+        print(summary + "\n")
         print(_table(rows))
-    summary = _summary(scenario, frame, cat)
-    print(summary, file=sys.stderr if args.json else sys.stdout)
     return 0
 
 

@@ -5,6 +5,11 @@ Usage::
     from workbook import catalog
     cat = catalog.load()                                   # shipped data
     cat = catalog.load(price_overrides="my_prices.csv")    # your negotiated prices replace list prices
+    cat = catalog.load(data_dir="our_tables/")             # your own copy of every table
+
+Which tables ``load()`` reads, first match wins: the ``data_dir`` argument; the directory in the
+``WORKBOOK_DATA_DIR`` environment variable; the tables shipped inside the installed package (the wheel copies
+the repository's ``data/`` into ``workbook/data``); the repository's ``data/`` in a source checkout.
 
 A bad file raises :class:`workbook.errors.DataError` whose message names the file,
 the CSV line (header = line 1) and the column. Loading overrides never writes to
@@ -22,17 +27,19 @@ import dataclasses
 import datetime as dt
 import functools
 import hashlib
+import os
 from pathlib import Path
 
 import pandera.polars as pa
 import polars as pl
 
 import workbook
-from workbook import cache
+from workbook import cache, shipped
 from workbook.catalog import schemas
-from workbook.errors import DataError
+from workbook.errors import DataError, InputError
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+DATA_DIR_ENV = "WORKBOOK_DATA_DIR"
+DATA_DIR = shipped.path("data", "data")  # the tables in the installed package, else the checkout's data/
 PRICE_KEY = ["accelerator_id", "cloud", "region", "instance_type", "pricing_model"]
 OVERRIDE_KEY = ["accelerator_id", "cloud", "pricing_model"]
 ANY_REGION = "any"
@@ -345,13 +352,26 @@ def layer_prices(shipped: pl.DataFrame, mine: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def data_root(data_dir: Path | str | None = None) -> Path:
+    """The directory ``load`` reads: the argument, else ``$WORKBOOK_DATA_DIR``, else the shipped tables."""
+    field, chosen = ("data_dir", data_dir) if data_dir is not None else (DATA_DIR_ENV, os.environ.get(DATA_DIR_ENV))
+    if not chosen:
+        return DATA_DIR
+    root = Path(chosen).expanduser()
+    if not (root / "accelerators.csv").is_file():
+        raise InputError(
+            field, f"must be a directory holding the workbook's tables (accelerators.csv, ...), got {root}"
+        )
+    return root
+
+
 def load(data_dir: Path | str | None = None, price_overrides: Path | str | None = None) -> Catalog:
     """Load and validate every table; optionally layer a user's price file over the shipped prices.
 
     Override rows replace the shipped rows for the same accelerator, cloud and pricing model (see
     :func:`layer_prices`); the prices frame has a ``user_price`` column either way.
     """
-    root = Path(data_dir) if data_dir is not None else DATA_DIR
+    root = data_root(data_dir)
     kinds = read_table(root / "kinds.csv", schemas.Kinds)
     accelerators = read_table(root / "accelerators.csv", schemas.Accelerators)
     _unknown_ids(accelerators, kinds["kind"].to_list(), str(root / "accelerators.csv"), "kind")

@@ -1,0 +1,145 @@
+"""JupyterLab in headless Chromium: the engineer notebook's live section shows sliders, moving one redraws the chart,
+and hovering a bar shows its tooltip. Lab serves a copy of the notebook, so nothing rewrites the saved one.
+And Lab's Voila preview, started as `make lab` starts Lab (at the repository root), renders the app page."""
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, ROOT, chromium_available, fetch, free_port
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not chromium_available() and not os.environ.get("WORKBOOK_REQUIRE_BROWSER"),
+        reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
+    ),
+]
+
+LIVE = ".jp-OutputArea-output:has(.noUi-handle)"
+
+
+@contextlib.contextmanager
+def lab(root):
+    port = free_port()
+    proc = subprocess.Popen(  # cwd = root, as `make lab`: Voila's server extension reads voila.json from there
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.root_dir={root}",
+            "--IdentityProvider.token=",
+            "--allow-root",
+            "--LabApp.news_url=None",
+        ],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"},
+    )
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    root = tmp_path_factory.mktemp("lab")
+    shutil.copy(ROOT / "notebooks" / "explore.ipynb", root / "explore.ipynb")
+    with lab(root) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        deadline = time.time() + 90
+        while True:  # the server may still be starting
+            try:
+                page.goto(url + "/lab/tree/explore.ipynb", timeout=60_000)
+                break
+            except Exception:
+                if time.time() > deadline:
+                    raise
+                time.sleep(1)
+        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
+        for attempt in range(3):  # a click before the notebook panel is ready can be lost: retry until cells run
+            page.locator(".jp-Notebook").first.click()
+            page.get_by_role("menuitem", name="Run", exact=True).click()
+            page.get_by_text("Run All Cells", exact=True).click()
+            try:
+                page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]")).first.wait_for(timeout=60_000)
+                break
+            except PlaywrightTimeout:
+                if attempt == 2:
+                    raise
+        page.locator(LIVE).first.wait_for(state="attached", timeout=300_000)
+        page.locator(LIVE).first.scroll_into_view_if_needed()
+        page.locator(LIVE).first.locator(".vega-embed svg.marks").first.wait_for(timeout=120_000)
+        # Run All has finished when the last cell (a new chip, section 11) has printed its table.
+        page.locator(".jp-OutputArea-output", has_text="my-chip").first.wait_for(state="attached", timeout=300_000)
+        yield page
+        browser.close()
+
+
+def _chart(page) -> str:
+    return page.locator(LIVE).first.locator(".vega-embed svg.marks").first.inner_html()
+
+
+def test_live_output_is_the_widget_not_the_picture(live):
+    output = live.locator(LIVE).first
+    assert output.locator(".widget-slider").count() == 2
+    assert "Params (B)" in output.inner_text() and "Target days" in output.inner_text()
+    assert output.locator(".vega-embed svg.marks").count() == 1
+
+
+def test_hovering_a_bar_shows_its_tooltip(live):
+    # Before the slider test: each key press there queues a redraw that replaces the chart for a while after.
+    bars = live.locator(LIVE).first.locator(".vega-embed .mark-rect path").all()
+    assert bars
+    widest = max(bars, key=lambda bar: (bar.bounding_box() or {"width": 0})["width"])
+    box = widest.bounding_box()
+    live.mouse.move(0, 0)  # from outside the chart, so the hover is a fresh mouse-over
+    # Near the bar's left end and off its centre line, where the low-high range rule is drawn over it.
+    widest.hover(position={"x": box["width"] * 0.1, "y": box["height"] * 0.25})
+    tooltip = live.locator("#vg-tooltip-element")
+    tooltip.wait_for(state="visible", timeout=10_000)
+    assert "Cost" in tooltip.inner_text() and "Accelerator" in tooltip.inner_text()
+
+
+def test_moving_the_model_size_slider_redraws_the_chart(live):
+    before = _chart(live)
+    handle = live.locator(LIVE).first.locator(".widget-slider", has_text="Params (B)").locator(".noUi-handle")
+    handle.focus()
+    for _ in range(12):
+        handle.press("ArrowRight")
+    deadline = time.time() + 90
+    while _chart(live) == before and time.time() < deadline:
+        time.sleep(0.2)
+    readout = live.locator(LIVE).first.locator(".widget-readout").first.inner_text()
+    errors = live.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+    assert _chart(live) != before, f"the cost chart did not change (slider readout {readout}; stderr {errors})"
+
+
+def test_labs_voila_preview_renders_the_app():
+    with lab(ROOT) as url:
+        status, page = fetch(url + "/voila/render/notebooks/app.ipynb")
+    assert status == 200, page[-2000:]
+    assert "<title>Accelerator Workbook</title>" in page
+    assert "application/vnd.jupyter.widget-view+json" in page and "Traceback" not in page
+    assert "font-awesome" not in page  # the workbook template (from voila.json), found where the install put it

@@ -1,0 +1,34 @@
+"""Saved notebook outputs are current: they are what GitHub shows and what nbval compares, so a change to data,
+formulas or charts that moves one must come with `make notebooks`. nbval (plain `pytest`) checks the marked numbers;
+this checks every saved output, charts included."""
+
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from tests.browser import ROOT
+
+SCRIPT = ROOT / "scripts" / "refresh_notebooks.py"
+
+
+def check(*paths) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--check", *map(str, paths)], capture_output=True, text=True, timeout=1200
+    )
+
+
+@pytest.mark.parametrize("saved, verdict", [("2\n", 0), ("3\n", 1)])
+def test_check_tells_current_from_stale(tmp_path, saved, verdict):
+    cell = nbformat.v4.new_code_cell("print(1 + 1)", outputs=[nbformat.v4.new_output("stream", text=saved)])
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    result = check(path)
+    assert result.returncode == verdict, result.stdout + result.stderr
+    assert ("tiny.ipynb cell 0: print(1 + 1)" in result.stdout) == bool(verdict)
+
+
+def test_saved_outputs_are_current():
+    result = check()
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]

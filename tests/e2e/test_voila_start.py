@@ -1,0 +1,37 @@
+"""Voila started the ways its users start it, with no JUPYTER_PATH: `voila notebooks/app.ipynb` from the repository
+root (tests/e2e/test_browser.py drives that page), and with a base URL as in the README's JupyterHub service recipe
+(`voila --Voila.base_url=/services/workbook/`). Both find the installed workbook template and draw the charts."""
+
+import os
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not chromium_available() and not os.environ.get("WORKBOOK_REQUIRE_BROWSER"),
+        reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
+    ),
+]
+
+BASE = "/services/workbook/"
+
+
+def test_app_renders_under_a_jupyterhub_service_base_url():
+    from playwright.sync_api import sync_playwright
+
+    with voila("notebooks/app.ipynb", f"--Voila.base_url={BASE}") as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1800})
+        paths = []
+        page.on("request", lambda request: paths.append(urlparse(request.url)))
+        response = page.goto(url + BASE, timeout=90_000)
+        assert response.status == 200
+        page.wait_for_function("document.querySelectorAll('.vega-embed svg').length >= 4", timeout=120_000)
+        assert page.locator(".wb-headline").first.inner_text().startswith("Train on ")
+        browser.close()
+    fetched = {url.path for url in paths if url.scheme in ("http", "https", "ws")}  # not in-page blob: URLs
+    assert fetched and all(path.startswith(BASE) for path in fetched), sorted(fetched)
