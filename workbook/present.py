@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
-STYLESHEET = Path(__file__).resolve().parents[1] / "share/jupyter/voila/templates/workbook/static/workbook.css"
+from workbook import shipped
+
+# One stylesheet: the Voila template's; the wheel also carries a copy inside the package for the report and Lab.
+STYLESHEET = shipped.path("workbook.css", "share/jupyter/voila/templates/workbook/static/workbook.css")
 
 
 def usd(value: float | None) -> str:

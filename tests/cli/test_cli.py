@@ -64,7 +64,9 @@ def test_train_json_contract(cli):
 
 
 def test_on_demand_beyond_capacity_says_so_and_porting_moves_the_finish(cli):
-    out = cli("train", "--params", "70e9", "--tokens", "2e12", "--accelerator", "tpu-v5p", "--days", "30", "--json")
+    args = ["--params", "70e9", "--tokens", "2e12", "--accelerator", "tpu-v5p", "--days", "30"]
+    args += ["--pricing", "on-demand"]
+    out = cli("train", *args, "--json")
     result = json.loads(out.stdout)
     assert not result["feasible"] and "without a reservation" in result["infeasible_reason"]
     assert result["chips"] <= 512 and result["start_delay_days"] > 0

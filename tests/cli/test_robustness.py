@@ -178,6 +178,8 @@ def test_same_numbers_in_cli_api_and_app(capsys):
                 "20",
                 "--framework",
                 "jax",
+                "--pricing",
+                "on-demand",
                 "--json",
             ]
         )

@@ -543,7 +543,8 @@ def evaluate_full(
     frame = frame.with_columns(**rules.first_failing(rules.rules_for(scenario))).with_columns(
         feasible=pl.col("infeasible_reason").is_null()
     )
-    return frame.sort(["job", "feasible", "cost_usd"], descending=[False, True, False], nulls_last=True)
+    order = ["job", "feasible", "cost_usd", "accelerator_id", "cloud", "pricing_model"]  # ties in a fixed order
+    return frame.sort(order, descending=[False, True, False, False, False, False], nulls_last=True, maintain_order=True)
 
 
 def evaluate(
