@@ -59,8 +59,7 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
             r["name"],
             _where(r),
             _pricing(r),
-            f"{r['chips']:,}" if r["chips"] else "–",
-            r.get("layout") or "–",
+            (f"{r['chips']:,}" + (f" ({r['layout']})" if r.get("layout") else "")) if r["chips"] else "–",
             days(r["finish_days"]) if r["finish_days"] else "–",
             f"{usd(r['cost_usd'])} ({usd(r['cost_usd_low'])} to {usd(r['cost_usd_high'])})"
             if r["cost_usd"] is not None
@@ -75,8 +74,7 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
         "Accelerator",
         "Cloud · region",
         "Pricing",
-        "Chips",
-        "Layout",
+        "Chips (layout)",
         "Finish (porting + training)",
         "Cost (range)",
         "Energy (CO2e)",
