@@ -9,12 +9,19 @@ styles live in one stylesheet, ``STYLESHEET``, which the Voila template and the 
 from __future__ import annotations
 
 import html
+import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from workbook import shipped
 
-# One stylesheet: the Voila template's; the wheel also carries a copy inside the package for the report and Lab.
-STYLESHEET = shipped.path("workbook.css", "share/jupyter/voila/templates/workbook/static/workbook.css")
+# One stylesheet, the Voila template's: in a checkout under share/, in an installed wheel where the template was
+# installed (<prefix>/share/jupyter/voila/templates/workbook, hatchling shared-data).
+_TEMPLATE_CSS = "share/jupyter/voila/templates/workbook/static/workbook.css"
+STYLESHEET = next(
+    (p for p in (shipped.CHECKOUT / _TEMPLATE_CSS, Path(sys.prefix) / _TEMPLATE_CSS) if p.exists()),
+    Path(sys.prefix) / _TEMPLATE_CSS,
+)
 
 
 def usd(value: float | None) -> str:
