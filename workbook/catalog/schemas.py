@@ -182,6 +182,11 @@ class ReferenceRuns(pa.DataFrameModel):
     attention_dim: Optional[int] = pa.Field(nullable=True, gt=0)
     accelerator_id: str = pa.Field(str_matches=SLUG)
     chips: Optional[int] = pa.Field(nullable=True, gt=0)
+    # Where the chip count is not published: the count the backtest assumes, and why (a stated source).
+    chips_assumed: Optional[int] = pa.Field(nullable=True, gt=0)
+    chips_assumed_basis: Optional[str] = pa.Field(nullable=True)
+    # Why a full run is left out of the time backtest (its published hours include work the model does not count).
+    backtest_exclusion: Optional[str] = pa.Field(nullable=True)
     framework: str = pa.Field(isin=FRAMEWORKS)
     precision: str = pa.Field(isin=PRECISIONS)
     reported_chip_hours: Optional[float] = pa.Field(nullable=True, gt=0)

@@ -89,7 +89,8 @@ def _peak() -> pl.Expr:
 def runs_frame(catalog: Catalog, runs: pl.DataFrame) -> pl.DataFrame:
     """Runs with their model shape, accelerator, peak, framework efficiency and planned chip count.
 
-    Where the chip count is not published: one scale-up domain, or the fewest chips that fit if more.
+    Where the chip count is not published: the stated assumption (``chips_assumed``), else one scale-up domain,
+    or the fewest chips that fit if more.
     """
     shapes = pl.DataFrame(
         [
@@ -124,7 +125,9 @@ def runs_frame(catalog: Catalog, runs: pl.DataFrame) -> pl.DataFrame:
     )
     return fit.with_columns(
         chips_planned=pl.coalesce(
-            pl.col("chips"), pl.max_horizontal(pl.col("scaleup_domain_chips"), pl.col("min_chips_to_fit"))
+            pl.col("chips"),
+            pl.col("chips_assumed"),
+            pl.max_horizontal(pl.col("scaleup_domain_chips"), pl.col("min_chips_to_fit")),
         )
     )
 
@@ -306,12 +309,17 @@ def moe_factor(moe_efficiency: float) -> pl.Expr:
     return pl.when(pl.col("active_params") < pl.col("params")).then(moe_efficiency).otherwise(1.0)
 
 
-def _goodput(catalog: Catalog, mfu: pl.DataFrame, moe_efficiency: float) -> pl.DataFrame:
-    runs = catalog.reference_runs.filter(
+def timed_full_run() -> pl.Expr:
+    """Full runs with published chip-hours and tokens (what a time backtest can compare)."""
+    return (
         (pl.col("kind_of_run") == "full_run")
         & pl.col("reported_chip_hours").is_not_null()
         & pl.col("tokens").is_not_null()
     )
+
+
+def _goodput(catalog: Catalog, mfu: pl.DataFrame, moe_efficiency: float) -> pl.DataFrame:
+    runs = catalog.reference_runs.filter(timed_full_run() & pl.col("backtest_exclusion").is_null())
     frame = (
         runs_frame(catalog, runs)
         .join(mfu.select("accelerator_id", "precision", "mfu"), on=["accelerator_id", "precision"], how="inner")

@@ -29,17 +29,23 @@ TARGET_MEDIAN_ABS_LN_ERROR = 0.15
 FACTOR_TWO = math.log(2)
 
 
+def _chips(r: dict) -> int | None:
+    """The run's chip count: published, else the stated assumption (``chips_assumed``), else None."""
+    return r["chips"] or r["chips_assumed"]
+
+
 def _jobs(planned: pl.DataFrame, typical_days: float) -> pl.DataFrame:
-    """One job per run: its shape, tokens and chip count; where the count is not published, the chips that
-    finish the run in ``typical_days`` (the median duration of the published runs that state one)."""
+    """One job per run: its shape, tokens and chip count (published, or assumed with a stated basis); where
+    neither is known, the chips that finish the run in ``typical_days`` (the median duration of the published
+    runs that state one)."""
     rows = [
         {
             "sweep": r["run_id"],
             **calibration_mod.shape(r).columns(),
             "global_batch_tokens": r["global_batch_tokens"],
             "tokens": r["tokens"],
-            "target_days": None if r["chips"] else typical_days,
-            "chips_given": r["chips"],
+            "target_days": None if _chips(r) else typical_days,
+            "chips_given": _chips(r),
             "deadline_days": None,
             "budget_usd": None,
         }
@@ -49,15 +55,21 @@ def _jobs(planned: pl.DataFrame, typical_days: float) -> pl.DataFrame:
 
 
 def full_runs(catalog: Catalog) -> pl.DataFrame:
-    """Published full runs with the inputs a prediction needs, joined to their accelerator."""
+    """Published full runs with the inputs a prediction needs, joined to their accelerator (runs with a stated
+    ``backtest_exclusion`` left out: see :func:`excluded_runs`)."""
     return catalog.reference_runs.filter(
-        (pl.col("kind_of_run") == "full_run")
-        & pl.col("reported_chip_hours").is_not_null()
-        & pl.col("tokens").is_not_null()
+        calibration_mod.timed_full_run() & pl.col("backtest_exclusion").is_null()
     ).join(
         catalog.accelerators.select("accelerator_id", "family", "kind", "scaleup_domain_chips", "bf16_flops_per_s"),
         on="accelerator_id",
     )
+
+
+def excluded_runs(catalog: Catalog) -> pl.DataFrame:
+    """Full runs left out of the time backtest (and of the goodput fit), each with its stated reason."""
+    return catalog.reference_runs.filter(
+        calibration_mod.timed_full_run() & pl.col("backtest_exclusion").is_not_null()
+    ).select("run_id", "model", "accelerator_id", "reported_chip_hours", "backtest_exclusion")
 
 
 def _exact_flops(runs: pl.DataFrame) -> pl.Series:
@@ -119,7 +131,17 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
     return (
         runs.with_columns(exact_flops_per_token=_exact_flops(runs))
         .join(predicted, on="run_id")
-        .with_columns(naive_chip_hours=naive, exact_flops_chip_hours=exact)
+        .with_columns(
+            naive_chip_hours=naive,
+            exact_flops_chip_hours=exact,
+            chips_basis=pl.when(pl.col("chips").is_not_null())
+            .then(pl.lit("published"))
+            .when(pl.col("chips_assumed").is_not_null())
+            .then(pl.concat_str(pl.lit("assumed: "), pl.col("chips_assumed_basis")))
+            .otherwise(
+                pl.lit(f"not published: sized to finish in the median published duration ({typical_days:g} days)")
+            ),
+        )
         .with_columns(
             error=(pl.col("predicted_chip_hours") / pl.col("reported_chip_hours")).log(),
             naive_error=(pl.col("naive_chip_hours") / pl.col("reported_chip_hours")).log(),
@@ -143,6 +165,7 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
             "tokens",
             "chips",
             "chips_modelled",
+            "chips_basis",
             "layout",
             "reported_chip_hours",
             "predicted_chip_hours",
