@@ -31,3 +31,23 @@ def test_chips_without_runs_or_proxy_fall_back_to_the_median_of_measured_chips(c
     assert fallback.height > 0 and measured.height > 0
     assert set(fallback["accelerator_id"]) == set(cat.mfu_proxies["accelerator_id"]) - set(measured["accelerator_id"])
     assert fallback["mfu"].unique().to_list() == [pytest.approx(measured["mfu"].median())]
+
+
+def test_blackwell_efficiency_comes_from_its_own_mlperf_runs(cat):
+    cal = calibration.fit(cat)
+    own = cal.mfu.filter(pl.col("accelerator_id").is_in(["b200", "gb200"]) & (pl.col("precision") == "bf16"))
+    assert own.height == 2 and (own["basis_kind"].cast(pl.String) == "measured").all()
+    assert own["basis"].str.contains("mlperf5").all()
+    # FP8 on those chips returns their own measured FP8 rate (the speed-up divides out): GB200 at 512 chips
+    point = cal.points.filter(pl.col("run_id") == "mlperf50-nv-512gb200-llama31-405b")
+    fp8 = cal.mfu.filter((pl.col("accelerator_id") == "gb200") & (pl.col("precision") == "fp8"))
+    assert point.height == 1 and fp8["mfu_low"][0] <= point["base_mfu"][0] <= fp8["mfu_high"][0]
+
+
+def test_mlperf_rows_become_throughput_points_from_tokens_and_time(cat):
+    points = calibration.fit(cat).points.filter(pl.col("run_id").str.starts_with("mlperf"))
+    row = cat.reference_runs.filter(pl.col("run_id") == "mlperf50-nv-512h100-llama31-405b").row(0, named=True)
+    point = points.filter(pl.col("run_id") == row["run_id"]).row(0, named=True)
+    tokens_per_s = row["tokens"] / (row["reported_days"] * 86_400 * row["chips"])
+    flops = 6 * row["params"] + 6 * row["n_layers"] * row["attention_dim"] * row["seq_len"]
+    assert point["mfu"] == pytest.approx(tokens_per_s * flops / point["peak_flops_per_s"], rel=1e-6)

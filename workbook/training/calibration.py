@@ -37,7 +37,7 @@ from workbook.catalog.schemas import PRECISIONS
 from workbook.model import flops, parallelism, sizing
 from workbook.model.spec import ModelSpec
 from workbook.model.throughput import interruption_goodput
-from workbook.model.units import PEAK_COLUMN
+from workbook.model.units import PEAK_COLUMN, SECONDS_PER_DAY
 from workbook.training.scenario import Assumptions, default_global_batch_tokens
 
 SINGLE_POINT_SPREAD = 0.15
@@ -134,14 +134,18 @@ def runs_frame(catalog: Catalog, runs: pl.DataFrame) -> pl.DataFrame:
 
 def benchmark_points(catalog: Catalog) -> pl.DataFrame:
     """Measured MFU points and the kernel efficiency behind them (planner's bubble and traffic removed)."""
+    mlperf = pl.col("kind_of_run") == "mlperf"
     runs = catalog.reference_runs.filter(
-        (pl.col("reported_mfu").is_not_null() | pl.col("reported_tokens_per_s_per_chip").is_not_null())
-        & (pl.col("kind_of_run") != "mlperf")
+        pl.col("reported_mfu").is_not_null()
+        | pl.col("reported_tokens_per_s_per_chip").is_not_null()
+        | (mlperf & pl.col("reported_days").is_not_null() & pl.col("chips").is_not_null())
     )
+    # MLPerf time-to-train: tokens / (minutes x chips), end to end (evaluation included, so slightly below steady state)
+    timed = pl.col("tokens") / (pl.col("reported_days") * SECONDS_PER_DAY * pl.col("chips"))
+    tokens_per_s = pl.coalesce(pl.col("reported_tokens_per_s_per_chip"), pl.when(mlperf).then(timed))
     frame = runs_frame(catalog, runs).with_columns(
         pl.coalesce(
-            pl.col("reported_tokens_per_s_per_chip") * pl.col("flops_per_token") / pl.col("peak_flops_per_s"),
-            pl.col("reported_mfu"),
+            tokens_per_s * pl.col("flops_per_token") / pl.col("peak_flops_per_s"), pl.col("reported_mfu")
         ).alias("mfu")
     )
     frame = frame.with_columns(efficiency=pl.col("mfu"))
@@ -200,7 +204,8 @@ def _fp8_speedup(pairs: pl.DataFrame, families: list[str]) -> pl.DataFrame:
     return pl.concat([own, rest]) if overall is not None else own
 
 
-def _direct(points: pl.DataFrame) -> pl.DataFrame:
+def _direct(points: pl.DataFrame, how: str = "") -> pl.DataFrame:
+    """Per chip and precision: the median base of its points, min..max as range (``how``: appended to the basis)."""
     return points.group_by("accelerator_id", "precision").agg(
         pl.col("base_mfu").median().alias("mfu"),
         pl.when(pl.len() > 1)
@@ -212,10 +217,35 @@ def _direct(points: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("base_mfu").median() * (1 + SINGLE_POINT_SPREAD))
         .alias("mfu_high"),
         pl.concat_str(
-            pl.lit("median of "), pl.len().cast(pl.String), pl.lit(" run(s): "), pl.col("run_id").str.join(", ")
+            pl.lit("median of "),
+            pl.len().cast(pl.String),
+            pl.lit(" run(s): "),
+            pl.col("run_id").str.join(", "),
+            pl.lit(how),
         ).alias("basis"),
         pl.lit("measured", BASIS_KIND).alias("basis_kind"),
     )
+
+
+def _from_fp8(points: pl.DataFrame, measured: pl.DataFrame, accelerators: pl.DataFrame, speedup: pl.DataFrame):
+    """BF16 bases of chips measured only in FP8 (e.g. Blackwell in MLPerf): the FP8 rate / the family's FP8
+    speed-up, as a share of the BF16 peak; FP8 predictions on those chips then return their own measured rate."""
+    peaks = accelerators.select("accelerator_id", "family", "bf16_flops_per_s")
+    fp8 = (
+        points.filter(pl.col("precision") == "fp8")
+        .join(measured.select("accelerator_id"), on="accelerator_id", how="anti")
+        .join(peaks, on=["accelerator_id", "family"])
+        .join(speedup.select("family", "speedup"), on="family")
+    )
+    bf16 = fp8.with_columns(
+        base_mfu=pl.col("base_mfu") * pl.col("peak_flops_per_s") / pl.col("bf16_flops_per_s") / pl.col("speedup"),
+        precision=pl.lit("bf16"),
+    )
+    parts = [
+        _direct(group, f"; FP8 runs at {group['speedup'][0]:.2f}x the BF16 rate (the family's FP8 speed-up)")
+        for _, group in bf16.group_by("accelerator_id", maintain_order=True)
+    ]
+    return pl.concat(parts) if parts else measured.clear()
 
 
 def _with_proxies(direct: pl.DataFrame, proxies: pl.DataFrame) -> pl.DataFrame:
@@ -363,6 +393,7 @@ def fit(catalog: Catalog) -> Calibration:
     dense = points.filter(~pl.col("moe"))
     direct = _direct(dense.filter(pl.col("precision") == "bf16"))
     speedup = _fp8_speedup(fp8_pairs(dense), catalog.accelerators["family"].unique().to_list())
+    direct = pl.concat([direct, _from_fp8(dense, direct, catalog.accelerators, speedup)])
     moe = _moe_efficiency(points, direct)
     bf16 = _with_fallback(_with_proxies(direct, catalog.mfu_proxies), catalog.accelerator_ids)
     mfu = pl.concat([bf16, _low_precision(bf16, catalog.accelerators, speedup)]).sort("accelerator_id", "precision")
