@@ -141,3 +141,15 @@ def test_hf_config_and_presets(tmp_path):
     path.write_text("{}")
     with pytest.raises(InputError, match="config"):
         ModelSpec.from_hf_config(path)
+
+
+def test_scale_out_bandwidth_is_the_sourced_table_column():
+    from workbook import catalog
+
+    acc = catalog.load().accelerators
+    assert acc["scaleout_bytes_per_s"].null_count() == 0 and (acc["scaleout_basis"].str.len_chars() > 10).all()
+    per_chip = dict(zip(acc["accelerator_id"], acc["scaleout_bytes_per_s"], strict=True))
+    assert per_chip["h100-sxm"] == 400e9 / 8  # one 400 Gb/s ConnectX-7 per GPU
+    assert per_chip["gb300"] == 2 * per_chip["gb200"]  # ConnectX-8 800 Gb/s vs ConnectX-7 400 Gb/s per GPU
+    frame = acc.select("accelerator_id", parallelism.scaleout_bytes_per_s().alias("bw"))
+    assert frame["bw"].to_list() == acc["scaleout_bytes_per_s"].to_list()

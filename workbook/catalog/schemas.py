@@ -69,6 +69,9 @@ class Accelerators(pa.DataFrameModel):
     hbm_bytes_per_s: float = pa.Field(gt=0)
     scaleup_bytes_per_s: float = pa.Field(gt=0)
     scaleup_domain_chips: int = pa.Field(ge=1)
+    # Network between scale-up domains, per chip, one direction, bytes/s (NIC per GPU; DCN per TPU chip) and its source.
+    scaleout_bytes_per_s: float = pa.Field(gt=0)
+    scaleout_basis: str = pa.Field(str_length={"min_value": 3})
     block_chips: int = pa.Field(ge=1)
     max_job_chips: int = pa.Field(ge=1)
     max_job_note: str

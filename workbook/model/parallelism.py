@@ -25,7 +25,8 @@ compute = model FLOPs / (chips x peak x kernel efficiency) and overlappable = DP
 (hidden behind compute when it is shorter). Kernel efficiency is calibrated on published runs through this
 same function (``workbook.training.calibration``). Ring collectives: each chip sends (n-1)/n of the buffer
 per all-gather/reduce-scatter. Link speeds: the accelerator table's scale-up figure is bidirectional, so a
-ring uses half; the scale-out figure per chip is below (NIC per GPU, DCN per TPU chip).
+ring uses half; the scale-out figure per chip (NIC per GPU, DCN per TPU chip) is the table's sourced
+``scaleout_bytes_per_s`` column.
 """
 
 from __future__ import annotations
@@ -50,22 +51,6 @@ CP_PASSES = 3  # keys/values forward, keys/values and their gradients backward
 A2A_PASSES = 4  # dispatch + combine, forward + backward
 FULL_RECOMPUTE_FACTOR = 4 / 3  # forward (2 of 6 FLOPs per parameter per token) runs twice
 
-# Scale-out bandwidth per chip, bytes/s, one direction (the scale-up figure comes from data/accelerators.csv).
-# Keyed by accelerator family, with per-id exceptions. Vendor reference designs: DGX A100 8 x 200 Gb/s HDR,
-# DGX H100 / HGX B200 / GB200 NVL72 one 400 Gb/s ConnectX-7 per GPU (DeepSeek-V3 report Sec. 3.2.2: IB 50 GB/s
-# per H800), GB300/B300 ConnectX-8 800 Gb/s; trn1 800 Gb/s EFA per 16 chips, trn2 3.2 Tb/s per 16 chips;
-# TPUs across slices use the data-centre network (DCN), ~100 Gb/s per 4-chip host (judgement).
-SCALEOUT_BYTES_PER_S = {
-    "Volta": 12.5e9,
-    "Ampere": 25e9,
-    "Ada": 12.5e9,
-    "Hopper": 50e9,
-    "Blackwell": 50e9,
-    "CDNA3": 50e9,
-    "TPU": 3.125e9,
-    "Trainium": 6.25e9,
-}
-SCALEOUT_BYTES_PER_S_BY_ID = {"gb300": 100e9, "b300": 100e9, "trainium2": 25e9, "h100-pcie": 25e9}
 LAYOUT_COLUMNS = ("tensor_parallel", "pipeline_parallel", "context_parallel", "data_parallel", "expert_parallel")
 STEP_PARTS = ("compute_s", "bubble_s", "tp_comm_s", "exposed_comm_s")
 PLAN_COLUMNS = (
@@ -83,10 +68,8 @@ PLAN_COLUMNS = (
 
 
 def scaleout_bytes_per_s() -> pl.Expr:
-    """Scale-out bandwidth per chip for each accelerator row (needs ``accelerator_id`` and ``family``)."""
-    by_family = pl.col("family").replace_strict(SCALEOUT_BYTES_PER_S, default=None, return_dtype=pl.Float64)
-    by_id = pl.col("accelerator_id").replace_strict(SCALEOUT_BYTES_PER_S_BY_ID, default=None, return_dtype=pl.Float64)
-    return pl.coalesce(by_id, by_family, pl.lit(SCALEOUT_BYTES_PER_S["Ampere"]))
+    """Scale-out bandwidth per chip: the accelerator table's sourced ``scaleout_bytes_per_s`` column."""
+    return pl.col("scaleout_bytes_per_s")
 
 
 @functools.lru_cache(maxsize=32)
