@@ -256,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--force",
         action="store_true",
-        help=f"replace the file even if more than {pricebuild.MAX_DROP_SHARE:.0%} of its rows would be dropped",
+        help=f"replace the file even if more than {pricebuild.MAX_DROP_SHARE * 100:.0f}%% of its rows would be dropped",
     )
     app = sub.add_parser("app", help="serve the Voila app with the shipped settings (needs the [app] extra)")
     app.add_argument("--port", type=_port, default=8866)
