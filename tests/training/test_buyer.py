@@ -1,6 +1,7 @@
 """Answers a buyer would act on: job and capacity limits, the price one would pay, commitments, starting point."""
 
 import dataclasses
+import math
 
 import polars as pl
 import pytest
@@ -182,13 +183,17 @@ def test_the_deadline_counts_porting_as_well_as_training():
     free = options.evaluate(s).row(0, named=True)
     assert free["feasible"] and free["start_delay_days"] > free["train_days"] > 0
 
-    def code(deadline):
+    def ruled(deadline):
         with_deadline = dataclasses.replace(s, constraints=Constraints(deadline_days=deadline))
-        return options.evaluate(with_deadline)["infeasible_code"][0]
+        return options.evaluate(with_deadline).select("infeasible_code", "infeasible_reason").row(0)
 
-    assert code(free["start_delay_days"] + free["train_days"] / 2) == "past_deadline"
-    assert code(free["start_delay_days"] * 0.9) == "porting_past_deadline"
-    assert code(free["finish_days"] + 1) is None
+    code, reason = ruled(free["start_delay_days"] + free["train_days"] / 2)
+    assert code == "past_deadline"
+    assert f"including {free['start_delay_days']:.1f} days of porting" in reason and "-day deadline" in reason
+    whole_days = math.floor(free["start_delay_days"] * 0.9)
+    code, reason = ruled(whole_days)
+    assert code == "porting_past_deadline" and f"past the {whole_days}-day deadline" in reason  # not "18.0-day"
+    assert ruled(math.ceil(free["finish_days"])) == (None, None)
 
 
 def test_card_names_the_deadline_as_the_main_risk_when_the_slow_end_passes_it():
