@@ -49,6 +49,9 @@ TRAIN_KEYS = [
     "start_delay_days",
     "train_days",
     "finish_days",
+    "finish_days_low",
+    "finish_days_high",
+    "deadline_days",
     "train_days_low",
     "train_days_high",
     "chip_hours",
@@ -256,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--force",
         action="store_true",
-        help=f"replace the file even if more than {pricebuild.MAX_DROP_SHARE:.0%} of its rows would be dropped",
+        help=f"replace the file even if more than {pricebuild.MAX_DROP_SHARE * 100:.0f}%% of its rows would be dropped",
     )
     app = sub.add_parser("app", help="serve the Voila app with the shipped settings (needs the [app] extra)")
     app.add_argument("--port", type=_port, default=8866)
@@ -437,11 +440,12 @@ def _table(frame: pl.DataFrame) -> str:
         "chips",
         pl.col("start_delay_days").round(1).alias("porting_days"),
         pl.col("train_days").round(1),
+        pl.col("finish_days").round(1),
         (pl.col("cost_usd") / 1e6).round(2).alias("cost_musd"),
-        pl.col("memory_per_chip_gb").round(1),
+        pl.col("memory_per_chip_gb").round(1).alias("gb_per_chip"),
         pl.col("infeasible_reason").fill_null("ok"),
     )
-    with pl.Config(tbl_rows=-1, tbl_width_chars=200, fmt_str_lengths=70, tbl_hide_dataframe_shape=True):
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, fmt_str_lengths=70, tbl_hide_dataframe_shape=True):
         return str(view)
 
 

@@ -73,6 +73,31 @@ def test_on_demand_beyond_capacity_says_so_and_porting_moves_the_finish(cli):
     assert result["finish_days"] == pytest.approx(result["start_delay_days"] + result["train_days"])
 
 
+def test_train_card_counts_porting_in_the_finish_and_names_the_deadline_risk(cli):
+    args = ["train", "--params", "70e9", "--accelerator", "tpu-v6e", "--pricing", "commit-1y", "--days", "30"]
+    out = cli(*args, "--json")
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["feasible"] and r["start_delay_days"] > 0 and r["deadline_days"] == 30
+    assert r["finish_days"] == pytest.approx(r["start_delay_days"] + r["train_days"])
+    assert r["finish_days"] <= 30 < r["finish_days_high"]
+    assert r["finish_days_low"] <= r["finish_days"] <= r["finish_days_high"]
+    assert (
+        f"finishes in {r['finish_days']:.1f} days including {r['start_delay_days']:.0f} days of porting" in out.stderr
+    )
+    assert "Main risk: time." in out.stderr and "against a 30-day target" in out.stderr
+    table = cli(*args).stdout
+    assert "finish_days" in table.split("\n\n")[-1] and "porting_days" in table and "chips" in table
+
+
+def test_build_prices_help_prints_usage(cli):
+    from workbook.catalog import pricebuild
+
+    out = cli("data", "build-prices", "--help")
+    share = f"{pricebuild.MAX_DROP_SHARE * 100:.0f}%"
+    assert out.returncode == 0 and "--force" in out.stdout and share in out.stdout and not out.stderr
+
+
 def test_compare_says_shortest_time_when_nothing_meets_the_deadline(cli):
     out = cli("compare", "--params", "759e9", "--days", "30")
     assert out.returncode == 0, out.stderr

@@ -1,11 +1,12 @@
 """Answers a buyer would act on: job and capacity limits, the price one would pay, commitments, starting point."""
 
 import dataclasses
+import math
 
 import polars as pl
 import pytest
 
-from workbook import catalog
+from workbook import catalog, present
 from workbook.training import options, recommend
 from workbook.training.scenario import Constraints, ModelSpec, Scenario
 
@@ -14,19 +15,38 @@ SCENARIOS = [
     Scenario(model=ModelSpec.from_params(70e9, 12e9), tokens=1.4e12, days=1, constraints=Constraints(deadline_days=1)),
     Scenario(model=ModelSpec.from_params(70e9), tokens=15e12, days=60, constraints=Constraints(deadline_days=60)),
     Scenario(model=ModelSpec.from_params(7e9), tokens=140e9, days=10),
+    Scenario(
+        model=ModelSpec.from_params(70e9),
+        tokens=1.4e12,
+        days=30,
+        pricing=("commit-1y",),
+        constraints=Constraints(deadline_days=30),
+    ),
+    Scenario(
+        model=ModelSpec.from_params(70e9),
+        tokens=15e12,
+        days=14,
+        pricing=("spot", "on-demand"),
+        constraints=Constraints(deadline_days=14),
+    ),
+    Scenario(model=ModelSpec.from_params(405e9), tokens=15e12, days=90, constraints=Constraints(deadline_days=90)),
 ]
+SCENARIO_IDS = ["759b-30d", "moe-1d", "70b-15t-60d", "7b-no-deadline", "70b-commit-30d", "70b-spot-14d", "405b-90d"]
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=["759b-30d", "moe-1d", "70b-15t-60d", "7b-no-deadline"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=SCENARIO_IDS)
 def test_no_feasible_option_exceeds_its_job_size_or_capacity(scenario):
     frame = options.evaluate(scenario)
     feasible = frame.filter(pl.col("feasible"))
     assert frame.height > 0
     assert feasible.filter(pl.col("chips") > pl.col("max_job_chips")).height == 0
     assert feasible.filter(pl.col("chips") > pl.col("capacity_max_chips")).height == 0
+    assert feasible.filter(pl.col("min_chips_to_fit") > pl.col("chips_limit")).height == 0
+    if scenario.constraints.deadline_days is not None:  # the deadline holds for the finish, porting included
+        assert feasible.filter(pl.col("finish_days") > scenario.constraints.deadline_days).height == 0
     rec = recommend.recommend(frame)
     if rec.best is not None:
-        assert rec.best["chips"] <= rec.best["max_job_chips"]
+        assert rec.best["chips"] <= rec.best["chips_limit"] <= rec.best["max_job_chips"]
 
 
 def test_759b_in_30_days_gives_the_fastest_plan_within_limits():
@@ -149,3 +169,61 @@ def test_every_current_tpu_has_1y_and_3y_prices():
     for tpu in tpus:
         have = set(models.filter(pl.col("accelerator_id") == tpu)["pricing_model"])
         assert {"commit-1y", "commit-3y"} <= have, tpu
+
+
+def test_the_deadline_counts_porting_as_well_as_training():
+    """Training alone fits the deadline; porting before it does not (chips fixed, so sizing cannot absorb it)."""
+    s = Scenario(
+        model=ModelSpec.from_params(7e9),
+        tokens=140e9,
+        chips=256,
+        pricing=("on-demand",),
+        accelerators=("tpu-v5p",),
+    )
+    free = options.evaluate(s).row(0, named=True)
+    assert free["feasible"] and free["start_delay_days"] > free["train_days"] > 0
+
+    def ruled(deadline):
+        with_deadline = dataclasses.replace(s, constraints=Constraints(deadline_days=deadline))
+        return options.evaluate(with_deadline).select("infeasible_code", "infeasible_reason").row(0)
+
+    code, reason = ruled(free["start_delay_days"] + free["train_days"] / 2)
+    assert code == "past_deadline"
+    assert f"including {free['start_delay_days']:.1f} days of porting" in reason and "-day deadline" in reason
+    whole_days = math.floor(free["start_delay_days"] * 0.9)
+    code, reason = ruled(whole_days)
+    assert code == "porting_past_deadline" and f"past the {whole_days}-day deadline" in reason  # not "18.0-day"
+    assert ruled(math.ceil(free["finish_days"])) == (None, None)
+
+
+def test_card_names_the_deadline_as_the_main_risk_when_the_slow_end_passes_it():
+    s = Scenario(
+        model=ModelSpec.from_params(70e9),
+        tokens=1.4e12,
+        days=30,
+        pricing=("commit-1y",),
+        accelerators=("h100-sxm",),
+        constraints=Constraints(deadline_days=30),
+    )
+    frame = options.evaluate(s)
+    rec = recommend.recommend(frame)
+    best = rec.best
+    assert best["finish_days"] <= 30 < best["finish_days_high"]
+    risks = [r for r in rec.reasons if r.startswith("Main risk")]
+    assert len(risks) == 1 and risks[0].startswith("Main risk: time.")
+    assert f"could take up to {present.days(best['finish_days_high'])} against a 30-day target" in risks[0]
+    # The same pick with a target past its slow end: the risk named is another one.
+    roomy = recommend.recommend(frame.with_columns(deadline_days=pl.lit(best["finish_days_high"] + 1)))
+    assert roomy.best["accelerator_id"] == best["accelerator_id"]
+    assert not any(r.startswith("Main risk: time.") for r in roomy.reasons)
+    assert any(r.startswith("Main risk:") for r in roomy.reasons)
+
+
+def test_shortest_plan_says_how_much_of_it_is_porting():
+    s = dataclasses.replace(SCENARIOS[0], accelerators=("tpu-v7",))
+    lines = recommend.shortest_plan(s)
+    assert lines[0].startswith("Nothing finishes within 30 days.") and "days of porting" in lines[0]
+    assert "of them are porting before training can start" in lines[1]
+    at_home = recommend.shortest_plan(dataclasses.replace(s, framework="jax", current_platform="tpu"))
+    assert at_home[0].startswith("Nothing finishes within 30 days.")
+    assert "porting" not in at_home[0] + at_home[1]

@@ -480,6 +480,7 @@ OUTPUT_COLUMNS = [
     "finish_days",
     "finish_days_low",
     "finish_days_high",
+    "deadline_days",
     "chips_limit",
     "chips_limited_by",
     "chips_capped",

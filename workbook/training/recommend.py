@@ -38,12 +38,16 @@ class Recommendation:
     headline: str
 
 
+def _porting(option: dict, band: str = "") -> str:
+    """ " including 14 days of porting" when porting delays the start (``band``: '', '_low' or '_high')."""
+    delay = option[f"start_delay_days{band}"]
+    return f" including {delay:.0f} days of porting" if delay > 0 else ""
+
+
 def _schedule(option: dict) -> str:
+    """ "finishes in 47 days including 14 days of porting (33.0 days of training)", or the training days alone."""
     if option["start_delay_days"] > 0:
-        return (
-            f"finishing in {days(option['finish_days'])} ({option['start_delay_days']:.0f} days of porting, "
-            f"then {days(option['train_days'])})"
-        )
+        return f"finishes in {days(option['finish_days'])}{_porting(option)} ({days(option['train_days'])} of training)"
     return days(option["train_days"])
 
 
@@ -51,10 +55,11 @@ def describe(option: dict) -> str:
     """One line: chip on cloud (pricing, region): chips, schedule, cost with its range."""
     region = f", {option['region']}" if option.get("region") not in UNNAMED_REGIONS else ""
     bill = " whole-term bill" if option.get("term_months") else ""
+    low, high = usd(option["cost_usd_low"]), usd(option["cost_usd_high"])
+    spread = f" (range {low}-{high})" if low != high else ""
     return (
         f"{option['name']} on {option['cloud']} ({option['pricing_model']}{region}): {count(option['chips'], 'chip')}, "
-        f"{_schedule(option)}, {usd(option['cost_usd'])}{bill} "
-        f"(range {usd(option['cost_usd_low'])}-{usd(option['cost_usd_high'])})"
+        f"{_schedule(option)}, {usd(option['cost_usd'])}{bill}{spread}"
     )
 
 
@@ -129,7 +134,24 @@ def _close_call(best: dict, other: dict) -> str | None:
     return f"Too close to call on price against {other['name']} on {other['cloud']}: decide on {', '.join(criteria)}."
 
 
+def _late_risk(best: dict) -> str | None:
+    """When the slow end of the time range (porting included) passes the deadline: the pick may miss it."""
+    deadline = best.get("deadline_days")
+    if deadline is None or best["finish_days_high"] <= deadline:
+        return None
+    ranges = "efficiency and porting ranges" if best["start_delay_days_high"] > 0 else "efficiency range"
+    porting = f" ({_porting(best, '_high').strip()})" if best["start_delay_days_high"] > 0 else ""
+    return (
+        f"Main risk: time. It is planned to finish in {days(best['finish_days'])}, but at the slow end of the "
+        f"{ranges} it could take up to {days(best['finish_days_high'])}{porting} against a {deadline:g}-day target; "
+        "leave slack in the schedule or plan for more chips."
+    )
+
+
 def _main_risk(best: dict) -> str:
+    late = _late_risk(best)
+    if late:
+        return late
     if best["price_secondary_source"]:
         return (
             f"Main risk: the price comes from a secondary source, not {best['cloud']}'s own price list; "
@@ -176,7 +198,13 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     reasons = [
         f"Cheapest option that meets the constraints; its cost could be {usd(best['cost_usd_low'])} to "
         f"{usd(best['cost_usd_high'])} (efficiency and price uncertainty), training in {days(best['train_days_low'])} "
-        f"to {days(best['train_days_high'])}. Energy: {energy(best['energy_kwh'], best['co2e_kg'])}."
+        f"to {days(best['train_days_high'])}"
+        + (
+            f" (finishing in {days(best['finish_days_low'])} to {days(best['finish_days_high'])} with porting)"
+            if best["start_delay_days_high"] > 0
+            else ""
+        )
+        + f". Energy: {energy(best['energy_kwh'], best['co2e_kg'])}."
     ]
     if runners:
         reasons.append(f"{best['name']} is {_compare(best, runners[0])}")
@@ -233,7 +261,13 @@ def shortest_plan(scenario: Scenario, catalog: catalog_mod.Catalog | None = None
     if quickest > deadline:
         lines += [
             f"Nothing finishes within {deadline:g} days. The fastest plan: {describe(fastest)}.",
-            f"Relax the deadline to about {math.ceil(fastest['finish_days'])} days for that plan.",
+            f"Relax the deadline to about {math.ceil(fastest['finish_days'])} days for that plan"
+            + (
+                f"; {fastest['start_delay_days']:.0f} of them are porting before training can start (start the port "
+                "now, or pick a platform your team already runs on, to win them back)."
+                if fastest["start_delay_days"] > 0
+                else "."
+            ),
         ]
     within = feasible.filter(pl.col("finish_days") <= deadline).sort("cost_usd")
     if c.budget_usd is not None and within.height:

@@ -153,34 +153,40 @@ def rules_for(s: Scenario) -> list[Rule]:
                 pl.lit("offered by only one cloud (multi-cloud required)"),
             )
         )
+    deadline = pl.col("deadline_days")
+    deadline_words = (
+        pl.when(deadline == deadline.floor())
+        .then(deadline.cast(pl.Int64).cast(pl.String))
+        .otherwise(deadline.round(1).cast(pl.String))
+    )
     checks.append(
         Rule(
             "porting_past_deadline",
-            pl.col("start_delay_days") >= pl.col("deadline_days"),
+            pl.col("start_delay_days") >= deadline,
             pl.format(
                 "porting alone takes about {} days ({} engineer-weeks), past the {}-day deadline",
                 pl.col("start_delay_days").round(0),
                 pl.col("migration_weeks").round(1),
-                pl.col("deadline_days"),
+                deadline_words,
             ),
         )
     )
     limit = pl.when(pl.col("chips_capped")).then(pl.format(" (the most: {})", pl.col("chips_limited_by")))
     porting = pl.when(pl.col("start_delay_days") > 0).then(
-        pl.format(" after {} days of porting", pl.col("start_delay_days").round(1))
+        pl.format(" including {} days of porting", pl.col("start_delay_days").round(1))
     )
     checks.append(
         Rule(
-            "past_deadline",
-            pl.col("finish_days") > pl.col("deadline_days"),
+            "past_deadline",  # the finish counts: porting before training as well as the training itself
+            pl.col("finish_days") > deadline,
             pl.format(
-                "finishes in {} days ({} days of training on {} chips{}{}), past the {}-day deadline",
+                "finishes in {} days{}: {} days of training on {} chips{}, past the {}-day deadline",
                 pl.col("finish_days").round(1),
+                porting.otherwise(pl.lit("")),
                 pl.col("train_days").round(1),
                 pl.col("chips"),
                 limit.otherwise(pl.lit("")),
-                porting.otherwise(pl.lit("")),
-                pl.col("deadline_days"),
+                deadline_words,
             ),
         )
     )
