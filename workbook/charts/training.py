@@ -237,11 +237,16 @@ def memory_template() -> alt.LayerChart:
         .mark_point(filled=True, size=60, stroke="white", strokeWidth=1, opacity=1)
         .encode(x="total_gb:Q", y=y, color=family_color(legend=False), shape=option_shape(legend=False))
     )
-    return alt.layer(bars, tick, marker, message_layer()).properties(
-        title=alt.TitleParams(
-            TITLES["memory"], subtitle="by component; red tick = HBM capacity; marker = the option's family and shape"
-        ),
-        width=WIDTH,
+    return (
+        alt.layer(bars, tick, marker, message_layer())
+        .resolve_scale(color="independent")
+        .properties(
+            title=alt.TitleParams(
+                TITLES["memory"],
+                subtitle="by component; red tick = HBM capacity; marker = the option's family and shape",
+            ),
+            width=WIDTH,
+        )
     )
 
 
