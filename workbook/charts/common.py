@@ -23,7 +23,10 @@ COMPONENT_COLORS = alt.Scale(
 )
 WIDTH = 260  # plot width; with axis labels two charts side by side fit a 1600 px window
 LOG_TICKS = [1, 3, 10, 30, 100, 300, 1000, 3000, 10000]  # 1-3-10 ticks on narrow log axes: no crowded labels
-LABEL_LIMIT = 260  # px of an option label on a bar chart axis: short chip name, cloud and pricing fit whole
+LABEL_LIMIT = 200  # px of a line of an option label on a bar chart axis (two lines: chip; cloud and pricing)
+# An option label on two lines: the chip, then its cloud and pricing (keeps bar charts narrow enough for two per row)
+TWO_LINES = "[slice(datum.label, 0, indexof(datum.label, ' · ')), slice(datum.label, indexof(datum.label, ' · ') + 3)]"
+BAR_STEP = 28  # px per bar: room for a two-line label
 USD = "$.3s"
 MONEY = "$,.0f"
 # One shape per option, by its place in the tab's ranking (``slot``): the same option has the same shape in every
@@ -49,7 +52,9 @@ def family_color(legend: bool = True) -> alt.Color:
     return alt.Color(
         "family:N",
         scale=alt.Scale(domain=palette["family"].to_list(), range=palette["color"].to_list()),
-        legend=alt.Legend(title="Family", orient="bottom", labelExpr=f"{labels}[datum.label]") if legend else None,
+        legend=alt.Legend(title="Family", orient="bottom", columns=2, labelExpr=f"{labels}[datum.label]")
+        if legend
+        else None,
     )
 
 

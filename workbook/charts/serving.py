@@ -10,10 +10,12 @@ import polars as pl
 from workbook import serving
 from workbook.charts import training
 from workbook.charts.common import (
+    BAR_STEP,
     LABEL_LIMIT,
     LOG_TICKS,
     MONEY,
     OUTLIER_NOTE,
+    TWO_LINES,
     USD,
     WIDTH,
     best_per_accelerator,
@@ -41,7 +43,10 @@ def best_options(frame: pl.DataFrame) -> pl.DataFrame:
 @functools.cache
 def price_template() -> alt.LayerChart:
     y = alt.Y(
-        "option:N", sort=alt.EncodingSortField("slot", op="min"), title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)
+        "option:N",
+        sort=alt.EncodingSortField("slot", op="min"),
+        title=None,
+        axis=alt.Axis(labelLimit=LABEL_LIMIT, labelExpr=TWO_LINES),
     )
     base = shaped(clipped(alt.Chart(alt.NamedData("options")), PER_M_COLUMNS[0], PER_M_COLUMNS))
     bars = base.mark_bar(opacity=0.85).encode(
@@ -84,6 +89,7 @@ def price_template() -> alt.LayerChart:
             ],
         ),
         width=WIDTH,
+        height=alt.Step(BAR_STEP),
     )
 
 

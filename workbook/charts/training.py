@@ -13,6 +13,7 @@ import altair as alt
 import polars as pl
 
 from workbook.charts.common import (
+    BAR_STEP,
     COMPONENT_COLORS,
     COMPONENT_ORDER,
     LABEL_LIMIT,
@@ -20,6 +21,7 @@ from workbook.charts.common import (
     MONEY,
     OUTLIER_NOTE,
     OUTLIER_RATIO,
+    TWO_LINES,
     USD,
     WIDTH,
     best_per_accelerator,
@@ -54,7 +56,7 @@ def cost_template() -> alt.LayerChart:
         "option:N",
         sort=alt.EncodingSortField("slot", op="min", order="ascending"),
         title=None,
-        axis=alt.Axis(labelLimit=LABEL_LIMIT),
+        axis=alt.Axis(labelLimit=LABEL_LIMIT, labelExpr=TWO_LINES),
     )
     base = shaped(
         clipped(alt.Chart(alt.NamedData("options")), "cost_usd", ["cost_usd", "cost_usd_low", "cost_usd_high"])
@@ -92,6 +94,7 @@ def cost_template() -> alt.LayerChart:
             TITLES["cost"], subtitle=["cheapest cloud and pricing for each; black line = low-high range", OUTLIER_NOTE]
         ),
         width=WIDTH,
+        height=alt.Step(BAR_STEP),
     )
 
 
