@@ -28,12 +28,12 @@ def test_shipped_kinds_cover_every_accelerator_with_a_source():
     cat = catalog.load()
     assert cat.kinds.height >= 3
     assert set(cat.accelerators["kind"]) <= set(cat.kinds["kind"])
-    assert cat.kinds["source"].str.len_chars().min() > 40  # each names its native stack and colour source
+    assert cat.kinds["source"].str.len_chars().min() > 40  # each names its native stack
 
 
 def test_a_new_kind_needs_only_csv_rows(tmp_path):
     data = _copy(tmp_path)
-    _append(data / "kinds.csv", 'npu,NPU,#e45756,pytorch,"test kind",2026-11-22')
+    _append(data / "kinds.csv", 'npu,NPU,pytorch,"test kind",2026-11-22')
     for framework, support in (("pytorch", "native"), ("jax", "supported"), ("tensorflow", "unsupported")):
         efficiency = {"native": 1.0, "supported": 0.8, "unsupported": 0}[support]
         _append(
@@ -59,12 +59,15 @@ def test_a_new_kind_needs_only_csv_rows(tmp_path):
     assert any("NPU" in reason for reason in rec.reasons), "\n".join(rec.reasons)
 
 
-def test_chart_colours_come_from_the_kinds_table():
+def test_chart_colours_come_from_the_palette_table():
+    """One colour per chart family (vendor and kind), from data/palette.csv, for every shipped accelerator."""
     text = str(charts.cost_template().to_dict())
-    kinds = catalog.shipped_kinds()
-    assert kinds.height > 0
-    for row in kinds.iter_rows(named=True):
+    palette = catalog.shipped_palette()
+    assert palette.height >= 4 and palette["color"].n_unique() == palette.height
+    for row in palette.iter_rows(named=True):
         assert row["color"] in text and row["label"] in text
+    families = set(palette.select("vendor", "kind").iter_rows())
+    assert set(catalog.load().accelerators.select("vendor", "kind").iter_rows()) <= families
 
 
 @pytest.mark.parametrize(

@@ -330,9 +330,9 @@ def _check_frameworks(frameworks: pl.DataFrame, kinds: pl.DataFrame, root: Path)
 
 
 @functools.cache
-def shipped_kinds() -> pl.DataFrame:
-    """``data/kinds.csv`` as shipped: labels and colours for charts and text that have no catalog at hand."""
-    return read_table(DATA_DIR / "kinds.csv", schemas.Kinds)
+def shipped_palette() -> pl.DataFrame:
+    """``data/palette.csv`` as shipped: each chart family's (vendor and kind) legend label and colour."""
+    return read_table(DATA_DIR / "palette.csv", schemas.Palette)
 
 
 def layer_prices(shipped: pl.DataFrame, mine: pl.DataFrame) -> pl.DataFrame:

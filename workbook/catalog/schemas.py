@@ -37,19 +37,34 @@ def band(stem: str):
 
 
 class Kinds(pa.DataFrameModel):
-    """Accelerator kinds (GPU, TPU, Trainium...): label, chart colour, native framework.
+    """Accelerator kinds (GPU, TPU, Trainium...): label, native framework.
 
     A new kind is a row here plus its rows in frameworks.csv; no code change."""
 
     kind: str = pa.Field(unique=True, str_matches=SLUG)
     label: str = pa.Field(str_length={"min_value": 1})
-    color: str = pa.Field(str_matches=r"^#[0-9a-fA-F]{6}$")
     native_framework: str = pa.Field(isin=FRAMEWORKS)
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
 
     class Config:
         strict = True
+
+
+class Palette(pa.DataFrameModel):
+    """Chart families (vendor and kind: NVIDIA GPU, AMD GPU, Google TPU, AWS Trainium): legend label and the one
+    colour each family has in every chart."""
+
+    vendor: str = pa.Field(str_matches=SLUG)
+    kind: str = pa.Field(str_matches=SLUG)
+    label: str = pa.Field(str_length={"min_value": 1})
+    color: str = pa.Field(unique=True, str_matches=r"^#[0-9a-fA-F]{6}$")
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+
+    class Config:
+        strict = True
+        unique = ["vendor", "kind"]
 
 
 class Accelerators(pa.DataFrameModel):

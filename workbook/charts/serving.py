@@ -10,19 +10,29 @@ import polars as pl
 from workbook import serving
 from workbook.charts import training
 from workbook.charts.common import (
+    BAR_STEP,
     LABEL_LIMIT,
     LOG_TICKS,
     MONEY,
+    OUTLIER_NOTE,
+    TWO_LINES,
     USD,
     WIDTH,
     best_per_accelerator,
-    kind_color,
+    clipped,
+    family_color,
+    keyed,
     message_layer,
     message_rows,
+    option_shape,
+    ranking,
     rows,
+    shaped,
+    short_name,
 )
 
 PER_M = "$.3f"
+PER_M_COLUMNS = ["usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high"]
 
 
 def best_options(frame: pl.DataFrame) -> pl.DataFrame:
@@ -33,15 +43,23 @@ def best_options(frame: pl.DataFrame) -> pl.DataFrame:
 @functools.cache
 def price_template() -> alt.LayerChart:
     y = alt.Y(
-        "option:N", sort=alt.EncodingSortField("rank", op="min"), title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)
+        "option:N",
+        sort=alt.EncodingSortField("slot", op="min"),
+        title=None,
+        axis=alt.Axis(labelLimit=LABEL_LIMIT, labelExpr=TWO_LINES),
     )
-    base = alt.Chart(alt.NamedData("options"))
+    base = shaped(clipped(alt.Chart(alt.NamedData("options")), PER_M_COLUMNS[0], PER_M_COLUMNS))
     bars = base.mark_bar(opacity=0.85).encode(
-        x=alt.X("usd_per_million_tokens:Q", title="USD per million output tokens", axis=alt.Axis(format="$.2f")),
+        x=alt.X(
+            "usd_per_million_tokens_shown:Q",
+            title="USD per million output tokens",
+            axis=alt.Axis(format="$.2f", labelOverlap=True),
+        ),
         y=y,
-        color=kind_color(),
+        color=family_color(),
         tooltip=[
             alt.Tooltip("option:N", title="Option"),
+            alt.Tooltip("name:N", title="Accelerator"),
             alt.Tooltip("chips:Q", format=","),
             alt.Tooltip("replicas:Q", title="Replicas"),
             alt.Tooltip("stack_name:N", title="Software"),
@@ -51,34 +69,42 @@ def price_template() -> alt.LayerChart:
         ],
     )
     band = base.mark_rule(color="#333").encode(
-        x="usd_per_million_tokens_low:Q", x2="usd_per_million_tokens_high:Q", y=y
+        x="usd_per_million_tokens_low_shown:Q", x2="usd_per_million_tokens_high_shown:Q", y=y
     )
-    return alt.layer(bars, band, message_layer()).properties(
+    marker = base.mark_point(filled=True, size=60, stroke="white", strokeWidth=1, opacity=1).encode(
+        x="usd_per_million_tokens_shown:Q", y=y, color=family_color(legend=False), shape=option_shape(legend=False)
+    )
+    cut = (
+        base.transform_filter("datum.clipped")
+        .transform_calculate(text="'» ' + format(datum.usd_per_million_tokens, '$.3~f')")
+        .mark_text(align="right", dx=-10, color="white", fontWeight="bold")
+        .encode(x="usd_per_million_tokens_shown:Q", y=y, text="text:N")
+    )
+    return alt.layer(bars, band, marker, cut, message_layer()).properties(
         title=alt.TitleParams(
-            "Serving cost by accelerator", subtitle="USD per million output tokens at your traffic; line = price range"
+            "Serving cost by accelerator",
+            subtitle=[
+                "USD per million output tokens at your traffic; line = price range",
+                OUTLIER_NOTE,
+            ],
         ),
         width=WIDTH,
+        height=alt.Step(BAR_STEP),
     )
 
 
 def price_datasets(frame: pl.DataFrame, top: int = 12) -> dict[str, list[dict]]:
-    data = (
-        best_options(frame)
-        .head(top)
-        .with_row_index("rank")
-        .with_columns(option=pl.format("{} · {} · {}", pl.col("name"), pl.col("cloud"), pl.col("pricing_model")))
-    )
+    data = keyed(best_options(frame).head(top))
     columns = [
-        "rank",
+        "slot",
         "option",
-        "kind",
+        "family",
+        "name",
         "chips",
         "replicas",
         "stack_name",
         "tpot_ms",
-        "usd_per_million_tokens",
-        "usd_per_million_tokens_low",
-        "usd_per_million_tokens_high",
+        *PER_M_COLUMNS,
         "usd_per_million_tokens_at_full_load",
     ]
     return {
@@ -89,28 +115,29 @@ def price_datasets(frame: pl.DataFrame, top: int = 12) -> dict[str, list[dict]]:
 
 @functools.cache
 def tradeoff_template() -> alt.LayerChart:
-    line = (
-        alt.Chart(alt.NamedData("curve"))
-        .mark_line(point=True)
-        .encode(
-            x=alt.X(
-                "tpot_ms:Q",
-                title="Time per output token (ms, log)",
-                scale=alt.Scale(type="log"),
-                axis=alt.Axis(values=LOG_TICKS),
-            ),
-            y=alt.Y("tokens_per_s_per_chip:Q", title="Output tokens/s per chip"),
-            color=alt.Color("option:N", title="Accelerator", legend=alt.Legend(orient="bottom", columns=1)),
-            tooltip=[
-                alt.Tooltip("option:N", title="Accelerator"),
-                alt.Tooltip("load_pct:Q", title="Load (% of capacity)", format=".0f"),
-                alt.Tooltip("tpot_ms:Q", title="ms per token", format=".1f"),
-                alt.Tooltip("tokens_per_s_per_chip:Q", title="tokens/s per chip", format=",.0f"),
-            ],
-        )
+    curve = shaped(alt.Chart(alt.NamedData("curve")))
+    x = alt.X(
+        "tpot_ms:Q",
+        title="Time per output token (ms, log)",
+        scale=alt.Scale(type="log"),
+        axis=alt.Axis(values=LOG_TICKS, format="~s"),
+    )
+    y = alt.Y("tokens_per_s_per_chip:Q", title="Output tokens/s per chip")
+    line = curve.mark_line().encode(x=x, y=y, color=family_color(), detail="option:N")
+    points = curve.mark_point(filled=True, size=40, opacity=1).encode(
+        x=x,
+        y=y,
+        color=family_color(legend=False),
+        shape=option_shape(),
+        tooltip=[
+            alt.Tooltip("option:N", title="Accelerator"),
+            alt.Tooltip("load_pct:Q", title="Load (% of capacity)", format=".0f"),
+            alt.Tooltip("tpot_ms:Q", title="ms per token", format=".1f"),
+            alt.Tooltip("tokens_per_s_per_chip:Q", title="tokens/s per chip", format=",.0f"),
+        ],
     )
     target = alt.Chart(alt.NamedData("target")).mark_rule(strokeDash=[6, 4], color="#c00").encode(x="tpot_ms:Q")
-    return alt.layer(line, target, message_layer()).properties(
+    return alt.layer(line, points, target, message_layer()).properties(
         title=alt.TitleParams(
             "Throughput vs latency as the load grows",
             subtitle="each point is a load on one replica (prefill interleaved); red = your per-token target",
@@ -120,13 +147,20 @@ def tradeoff_template() -> alt.LayerChart:
     )
 
 
-def tradeoff_datasets(curve: pl.DataFrame, tpot_target_ms: float | None) -> dict[str, list[dict]]:
-    data = curve.with_columns(
-        option=pl.format("{} (TP{})", pl.col("name"), pl.col("tensor_parallel")),
-        load_pct=pl.col("load_fraction") * 100,
-    ).filter((pl.col("load_pct").round(0) % 5) == 0)  # every 5%: enough points for the curve
+def tradeoff_datasets(
+    curve: pl.DataFrame, tpot_target_ms: float | None, key: pl.DataFrame | None = None
+) -> dict[str, list[dict]]:
+    """``key``: the tab's :func:`~workbook.charts.common.ranking` (shapes as in the other charts)."""
+    data = (
+        keyed(curve.with_columns(cloud=pl.lit(""), pricing_model=pl.lit("")), key)
+        .with_columns(
+            option=pl.format("{} (TP{})", short_name(pl.col("name")), pl.col("tensor_parallel")),
+            load_pct=pl.col("load_fraction") * 100,
+        )
+        .filter((pl.col("load_pct").round(0) % 5) == 0)  # every 5%: enough points for the curve
+    )
     return {
-        "curve": rows(data, ["option", "load_pct", "tpot_ms", "tokens_per_s_per_chip"]),
+        "curve": rows(data, ["option", "slot", "family", "name", "load_pct", "tpot_ms", "tokens_per_s_per_chip"]),
         "target": [] if tpot_target_ms is None else [{"tpot_ms": tpot_target_ms}],
         "message": message_rows(None if data.height else "No configuration fits"),
     }
@@ -145,7 +179,8 @@ def combined_template() -> alt.LayerChart:
             color=alt.Color(
                 "part:N",
                 title="",
-                scale=alt.Scale(domain=["training", "serving"], range=["#4c78a8", "#f58518"]),
+                # not family colours (those mean NVIDIA, AMD, TPU, Trainium in every other chart)
+                scale=alt.Scale(domain=["training", "serving"], range=["#9d755d", "#d4c4b0"]),
                 legend=alt.Legend(orient="bottom"),
             ),
             tooltip=[
@@ -218,10 +253,12 @@ def tab_datasets(
 ) -> dict[str, dict]:
     """Every Serve-tab chart's datasets: ``frame`` from ``serving.evaluate_serving``, ``combos`` from
     ``serving.train_then_serve`` (None until a training frame exists)."""
-    curve = serving.batch_curve(scenario, best_options(frame).head(CURVE_OPTIONS), catalog)
+    best = best_options(frame)
+    key = ranking(best)  # one shape per option across the tab's charts
+    curve = serving.batch_curve(scenario, best.head(CURVE_OPTIONS), catalog)
     return {
         "price": price_datasets(frame),
-        "tradeoff": tradeoff_datasets(curve, scenario.tpot_ms),
-        "memory": training.memory_datasets(memory_long(frame)),
+        "tradeoff": tradeoff_datasets(curve, scenario.tpot_ms, key),
+        "memory": training.memory_datasets(memory_long(frame), key),
         "combined": combined_datasets(combos),
     }

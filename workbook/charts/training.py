@@ -13,28 +13,40 @@ import altair as alt
 import polars as pl
 
 from workbook.charts.common import (
+    BAR_STEP,
     COMPONENT_COLORS,
     COMPONENT_ORDER,
     LABEL_LIMIT,
     LOG_TICKS,
     MONEY,
+    OUTLIER_NOTE,
+    OUTLIER_RATIO,
+    TWO_LINES,
     USD,
     WIDTH,
     best_per_accelerator,
-    kind_color,
+    clipped,
+    family_color,
+    keyed,
     message_layer,
     message_rows,
+    money_axis,
+    option_shape,
+    ranking,
     rows,
+    shaped,
+    short_name,
     with_option,
 )
 from workbook.training import options
 
 TITLES = {  # one name per chart: its title in the page and its download's label
     "cost": "Training cost by accelerator",
-    "frontier": "Cost vs time to train",
+    "frontier": "Cost vs days to finish",
     "memory": "Memory per chip",
     "size": "Cost and chips vs model size",
 }
+FINISH_DAYS = "Days to finish: porting + training (log scale)"
 
 
 # ---- 1. cost by option --------------------------------------------------------------------------
@@ -42,46 +54,62 @@ TITLES = {  # one name per chart: its title in the page and its download's label
 def cost_template() -> alt.LayerChart:
     y = alt.Y(
         "option:N",
-        sort=alt.EncodingSortField("rank", op="min", order="ascending"),
+        sort=alt.EncodingSortField("slot", op="min", order="ascending"),
         title=None,
-        axis=alt.Axis(labelLimit=LABEL_LIMIT),
+        axis=alt.Axis(labelLimit=LABEL_LIMIT, labelExpr=TWO_LINES),
     )
-    base = alt.Chart(alt.NamedData("options"))
+    base = shaped(
+        clipped(alt.Chart(alt.NamedData("options")), "cost_usd", ["cost_usd", "cost_usd_low", "cost_usd_high"])
+    )
     bars = base.mark_bar(opacity=0.85).encode(
-        x=alt.X("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD, labelOverlap=True)),
+        x=alt.X("cost_usd_shown:Q", title="Total cost (USD)", axis=alt.Axis(format=USD, labelOverlap=True)),
         y=y,
-        color=kind_color(),
+        color=family_color(),
         tooltip=[
             alt.Tooltip("name:N", title="Accelerator"),
             alt.Tooltip("cloud:N", title="Cloud"),
             alt.Tooltip("pricing_model:N", title="Pricing"),
             alt.Tooltip("chips:Q", format=","),
-            alt.Tooltip("train_days:Q", title="Days", format=".1f"),
+            alt.Tooltip("train_days:Q", title="Training days", format=".1f"),
+            alt.Tooltip("finish_days:Q", title="Days to finish (porting + training)", format=".1f"),
             alt.Tooltip("cost_usd:Q", title="Cost", format=MONEY),
             alt.Tooltip("cost_usd_low:Q", title="Low", format=MONEY),
             alt.Tooltip("cost_usd_high:Q", title="High", format=MONEY),
         ],
     )
-    band = base.mark_rule(color="#333", strokeWidth=1.5).encode(x="cost_usd_low:Q", x2="cost_usd_high:Q", y=y)
-    return alt.layer(bars, band, message_layer()).properties(
+    band = base.mark_rule(color="#333", strokeWidth=1.5).encode(
+        x="cost_usd_low_shown:Q", x2="cost_usd_high_shown:Q", y=y
+    )
+    marker = base.mark_point(filled=True, size=60, stroke="white", strokeWidth=1, opacity=1).encode(
+        x="cost_usd_shown:Q", y=y, color=family_color(legend=False), shape=option_shape(legend=False)
+    )
+    cut = (
+        base.transform_filter("datum.clipped")
+        .transform_calculate(text="'» ' + format(datum.cost_usd, '$.3s')")
+        .mark_text(align="right", dx=-10, color="white", fontWeight="bold")
+        .encode(x="cost_usd_shown:Q", y=y, text="text:N")
+    )
+    return alt.layer(bars, band, marker, cut, message_layer()).properties(
         title=alt.TitleParams(
-            TITLES["cost"], subtitle="cheapest cloud and pricing for each; black line = low-high range"
+            TITLES["cost"], subtitle=["cheapest cloud and pricing for each; black line = low-high range", OUTLIER_NOTE]
         ),
         width=WIDTH,
+        height=alt.Step(BAR_STEP),
     )
 
 
 def cost_datasets(frame: pl.DataFrame, top: int = 12) -> dict[str, list[dict]]:
-    data = with_option(best_options(frame).head(top)).with_row_index("rank")
+    data = keyed(best_options(frame).head(top))
     columns = [
-        "rank",
+        "slot",
         "option",
+        "family",
         "name",
-        "kind",
         "cloud",
         "pricing_model",
         "chips",
         "train_days",
+        "finish_days",
         "cost_usd",
         "cost_usd_low",
         "cost_usd_high",
@@ -97,55 +125,78 @@ def cost_by_option(frame: pl.DataFrame) -> alt.LayerChart:
     return cost_template().properties(datasets=cost_datasets(frame))
 
 
-# ---- 2. cost vs time frontier ------------------------------------------------------------------
+# ---- 2. cost vs days to finish -----------------------------------------------------------------
 @functools.cache
 def frontier_template() -> alt.LayerChart:
-    lines = (
-        alt.Chart(alt.NamedData("points"))
-        .mark_line(point=True)
-        .encode(
-            x=alt.X(
-                "train_days:Q",
-                title="Days to train (log scale)",
-                scale=alt.Scale(type="log"),
-                axis=alt.Axis(values=LOG_TICKS),
-            ),
-            y=alt.Y("cost_usd:Q", title="Total cost (USD)", axis=alt.Axis(format=USD), scale=alt.Scale(zero=False)),
-            color=alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=380)),
-            tooltip=[
-                alt.Tooltip("option:N", title="Option"),
-                alt.Tooltip("chips:Q", format=","),
-                alt.Tooltip("train_days:Q", title="Days", format=".1f"),
-                alt.Tooltip("cost_usd:Q", title="Cost", format=MONEY),
-            ],
+    base = clipped(alt.Chart(alt.NamedData("points")), "cost_usd", ["cost_usd"])
+    drawn = shaped(base.transform_filter("!datum.clipped"))
+    x = alt.X(
+        "finish_days:Q", title=FINISH_DAYS, scale=alt.Scale(type="log"), axis=alt.Axis(values=LOG_TICKS, format="~s")
+    )
+    y = alt.Y("cost_usd:Q", axis=money_axis("y", "Total cost (USD)"), scale=alt.Scale(zero=False))
+    lines = drawn.mark_line().encode(x=x, y=y, color=family_color(), detail="option:N")
+    points = drawn.mark_point(filled=True, size=60, opacity=1).encode(
+        x=x,
+        y=y,
+        color=family_color(legend=False),
+        shape=option_shape(),
+        tooltip=[
+            alt.Tooltip("option:N", title="Option"),
+            alt.Tooltip("name:N", title="Accelerator"),
+            alt.Tooltip("chips:Q", format=","),
+            alt.Tooltip("start_delay_days:Q", title="Porting days", format=".1f"),
+            alt.Tooltip("train_days:Q", title="Training days", format=".1f"),
+            alt.Tooltip("finish_days:Q", title="Days to finish", format=".1f"),
+            alt.Tooltip("cost_usd:Q", title="Cost", format=MONEY),
+        ],
+    )
+    left_out = (
+        base.transform_filter("datum.clipped")
+        .transform_aggregate(points="count()", cap="max(cap)")
+        .transform_calculate(
+            text="datum.points + (datum.points == 1 ? ' point' : ' points') + ' above ' + format(datum.cap, '$.3s')"
+            " + ' not drawn'"
         )
+        .mark_text(align="right", baseline="top", color="#666", fontSize=11)
+        .encode(x=alt.value({"expr": "width - 4"}), y=alt.value(4), text="text:N")
     )
     deadline = alt.Chart(alt.NamedData("deadline"))
     rule = deadline.mark_rule(strokeDash=[6, 4], color="#c00").encode(x="deadline:Q")
     label = deadline.mark_text(align="left", dx=4, baseline="top", color="#c00").encode(
         x="deadline:Q", y=alt.value(4), text="label:N"
     )
-    return alt.layer(lines, rule, label, message_layer()).properties(
-        title=alt.TitleParams(TITLES["frontier"], subtitle="each point is a chip count; more chips finish sooner"),
+    return alt.layer(lines, points, left_out, rule, label, message_layer()).properties(
+        title=alt.TitleParams(
+            TITLES["frontier"],
+            subtitle=[
+                "each point is a chip count; more chips finish sooner; porting time comes first",
+                f"a point over {OUTLIER_RATIO}x the median cost is left out (counted top right)",
+            ],
+        ),
         width=WIDTH,
         height=260,
     )
 
 
-def frontier_datasets(sweep_frame: pl.DataFrame, deadline_days: float | None) -> dict[str, list[dict]]:
-    data = with_option(sweep_frame.filter(pl.col("feasible")))
+def frontier_datasets(
+    sweep_frame: pl.DataFrame, deadline_days: float | None, key: pl.DataFrame | None = None
+) -> dict[str, list[dict]]:
+    """``key``: the tab's :func:`~workbook.charts.common.ranking` (shapes as in the other charts)."""
+    data = keyed(sweep_frame.filter(pl.col("feasible")), key)
     deadline = (
         [] if deadline_days is None else [{"deadline": deadline_days, "label": f"deadline: {deadline_days:g} days"}]
     )
+    columns = ["option", "slot", "family", "name", "chips", "start_delay_days", "train_days", "finish_days", "cost_usd"]
     return {
-        "points": rows(data, ["option", "chips", "train_days", "cost_usd"]),
+        "points": rows(data, columns),
         "deadline": deadline,
         "message": message_rows(None if data.height else "No feasible option to plot"),
     }
 
 
 def frontier(sweep_frame: pl.DataFrame, deadline_days: float | None) -> alt.LayerChart:
-    """Lines: cost vs time to train as the chip count changes, one line per option; the deadline dashed."""
+    """Lines: cost vs days to finish (porting + training) as the chip count changes, one line per option; the
+    deadline dashed."""
     return frontier_template().properties(datasets=frontier_datasets(sweep_frame, deadline_days))
 
 
@@ -154,7 +205,7 @@ def frontier(sweep_frame: pl.DataFrame, deadline_days: float | None) -> alt.Laye
 def memory_template() -> alt.LayerChart:
     y = alt.Y(
         "label:N",
-        sort=alt.EncodingSortField("rank", op="min", order="ascending"),
+        sort=alt.EncodingSortField("slot", op="min", order="ascending"),
         title=None,
         axis=alt.Axis(labelLimit=LABEL_LIMIT),
     )
@@ -179,28 +230,48 @@ def memory_template() -> alt.LayerChart:
             ],
         )
     )
-    capacity = (
-        alt.Chart(alt.NamedData("capacity"))
-        .mark_tick(color="#c00", thickness=3, size=22)
-        .encode(x="hbm_gb:Q", y=y, tooltip=[alt.Tooltip("hbm_gb:Q", title="HBM capacity (GB)", format=".0f")])
+    capacity = alt.Chart(alt.NamedData("capacity"))
+    tick = capacity.mark_tick(color="#c00", thickness=3, size=22).encode(
+        x="hbm_gb:Q", y=y, tooltip=[alt.Tooltip("hbm_gb:Q", title="HBM capacity (GB)", format=".0f")]
     )
-    return alt.layer(bars, capacity, message_layer()).properties(
-        title=alt.TitleParams(TITLES["memory"], subtitle="by component; red tick = HBM capacity"), width=WIDTH
+    # The option's family colour and shape, as in the other charts, at the end of its bar.
+    marker = (
+        shaped(capacity)
+        .mark_point(filled=True, size=60, stroke="white", strokeWidth=1, opacity=1)
+        .encode(x="total_gb:Q", y=y, color=family_color(legend=False), shape=option_shape(legend=False))
+    )
+    return (
+        alt.layer(bars, tick, marker, message_layer())
+        .resolve_scale(color="independent")
+        .properties(
+            title=alt.TitleParams(
+                TITLES["memory"],
+                subtitle="by component; red tick = HBM capacity; marker = the option's family and shape",
+            ),
+            width=WIDTH,
+        )
     )
 
 
-def memory_datasets(long_frame: pl.DataFrame) -> dict[str, list[dict]]:
-    labels = long_frame.select("accelerator_id").unique(maintain_order=True).with_row_index("rank")
-    data = long_frame.join(labels, on="accelerator_id").with_columns(
-        label=pl.format("{} ({} chips)", pl.col("name"), pl.col("chips")),
+def memory_datasets(long_frame: pl.DataFrame, key: pl.DataFrame | None = None) -> dict[str, list[dict]]:
+    """``key``: the tab's :func:`~workbook.charts.common.ranking` (shapes as in the other charts)."""
+    data = keyed(long_frame.with_columns(cloud=pl.lit(""), pricing_model=pl.lit("")), key).with_columns(
+        label=pl.format(
+            "{} ({} {})",
+            short_name(pl.col("name")),
+            pl.col("chips"),
+            pl.when(pl.col("chips") == 1).then(pl.lit("chip")).otherwise(pl.lit("chips")),
+        ),
         component_rank=pl.col("component").replace_strict(
             {c: i for i, c in enumerate(COMPONENT_ORDER)}, return_dtype=pl.Int64
         ),
     )
-    capacity = data.unique("label", maintain_order=True)
+    capacity = data.group_by("label", maintain_order=True).agg(
+        pl.col("slot", "family", "option", "name", "hbm_gb").first(), total_gb=pl.col("gb").sum()
+    )
     return {
-        "parts": rows(data, ["label", "rank", "name", "component", "component_rank", "gb"]),
-        "capacity": rows(capacity, ["label", "rank", "hbm_gb"]),
+        "parts": rows(data, ["label", "slot", "name", "component", "component_rank", "gb"]),
+        "capacity": rows(capacity, ["label", "slot", "family", "option", "name", "hbm_gb", "total_gb"]),
         "message": message_rows(None if data.height else "No option to show"),
     }
 
@@ -220,42 +291,40 @@ def size_template() -> alt.HConcatChart:
         scale=alt.Scale(type="log"),
         axis=alt.Axis(format="~s", values=decades, labelExpr="replace(datum.label, 'G', 'B')"),
     )  # 1G params = 1B
-    color = alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=380))
     tooltip = [
         alt.Tooltip("option:N", title="Option"),
+        alt.Tooltip("name:N", title="Accelerator"),
         alt.Tooltip("params:Q", title="Parameters", format=".3s"),
         alt.Tooltip("chips:Q", format=","),
-        alt.Tooltip("train_days:Q", title="Days", format=".1f"),
+        alt.Tooltip("finish_days:Q", title="Days to finish", format=".1f"),
         alt.Tooltip("cost_usd:Q", title="Cost", format=MONEY),
     ]
-    base = alt.Chart(alt.NamedData("points")).properties(width=WIDTH // 2, height=220)
+    base = shaped(alt.Chart(alt.NamedData("points"))).properties(width=WIDTH // 2, height=220)
     now = alt.Chart(alt.NamedData("now")).mark_rule(strokeDash=[4, 3], color="#666").encode(x="params:Q")
     cross = (
         alt.Chart(alt.NamedData("crossings"))
-        .mark_rule(color="#9467bd")
+        .mark_rule(color="#9467bd", strokeWidth=2)
         .encode(x="params:Q", tooltip=[alt.Tooltip("text:N", title="Crossover")])
     )
-    cost_panel = base.mark_line(point=True).encode(
-        x=x,
-        y=alt.Y(
-            "cost_usd:Q", title="Total cost (USD)", scale=alt.Scale(type="log"), axis=alt.Axis(format=USD, tickCount=5)
-        ),
-        color=color,
-        tooltip=tooltip,
+
+    def panel(y: alt.Y) -> list[alt.Chart]:
+        line = base.mark_line().encode(x=x, y=y, color=family_color(), detail="option:N")
+        points = base.mark_point(filled=True, size=50, opacity=1).encode(
+            x=x, y=y, color=family_color(legend=False), shape=option_shape(), tooltip=tooltip
+        )
+        return [line, points]
+
+    cost_y = alt.Y(
+        "cost_usd:Q", title="Total cost (USD)", scale=alt.Scale(type="log"), axis=alt.Axis(format=USD, tickCount=5)
     )
-    chips_panel = base.mark_line(point=True).encode(
-        x=x,
-        y=alt.Y(
-            "chips:Q",
-            title="Chips needed for the target days",
-            scale=alt.Scale(type="log"),
-            axis=alt.Axis(format="~s", tickCount=5),
-        ),
-        color=color,
-        tooltip=tooltip,
+    chips_y = alt.Y(
+        "chips:Q",
+        title="Chips needed for the target days",
+        scale=alt.Scale(type="log"),
+        axis=alt.Axis(format="~s", tickCount=5),
     )
     return alt.hconcat(
-        alt.layer(cost_panel, now, cross, message_layer()), alt.layer(chips_panel, now, cross)
+        alt.layer(*panel(cost_y), now, cross, message_layer()), alt.layer(*panel(chips_y), now, cross)
     ).properties(
         title=alt.TitleParams(
             TITLES["size"],
@@ -289,10 +358,13 @@ def crossings(sweep_frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def size_datasets(sweep_frame: pl.DataFrame, current_params: float) -> dict[str, list[dict]]:
-    data = with_option(sweep_frame.filter(pl.col("feasible")))
+def size_datasets(
+    sweep_frame: pl.DataFrame, current_params: float, key: pl.DataFrame | None = None
+) -> dict[str, list[dict]]:
+    """``key``: the tab's :func:`~workbook.charts.common.ranking` (shapes as in the other charts)."""
+    data = keyed(sweep_frame.filter(pl.col("feasible")), key)
     return {
-        "points": rows(data, ["option", "params", "chips", "train_days", "cost_usd"]),
+        "points": rows(data, ["option", "slot", "family", "name", "params", "chips", "finish_days", "cost_usd"]),
         "now": [{"params": current_params}],
         "crossings": crossings(sweep_frame).to_dicts(),
         "message": message_rows(None if data.height else "No feasible option to plot"),
@@ -324,14 +396,19 @@ def tab_datasets(everything: pl.DataFrame, deadline_days: float | None, current_
     (``options.evaluate_full(..., jobs_frame=options.job_frame(scenario, **SWEEPS))``)."""
     main = everything.filter(pl.col("sweep") == "main")
     best = best_options(main)
+    key = ranking(best)  # one shape per option across the tab's charts
     leaders = best.group_by("kind", maintain_order=True).first().filter(pl.col("kind").is_in(["gpu", "tpu"]))
     return {
         "cost": cost_datasets(main),
         "frontier": frontier_datasets(
-            options.picked(everything.filter(pl.col("sweep") == "days"), best.head(FRONTIER_OPTIONS)), deadline_days
+            options.picked(everything.filter(pl.col("sweep") == "days"), best.head(FRONTIER_OPTIONS)),
+            deadline_days,
+            key,
         ),
-        "memory": memory_datasets(options.memory_breakdown(best.head(MEMORY_OPTIONS))),
-        "size": size_datasets(options.picked(everything.filter(pl.col("sweep") == "params"), leaders), current_params),
+        "memory": memory_datasets(options.memory_breakdown(best.head(MEMORY_OPTIONS)), key),
+        "size": size_datasets(
+            options.picked(everything.filter(pl.col("sweep") == "params"), leaders), current_params, key
+        ),
     }
 
 

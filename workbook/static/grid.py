@@ -113,13 +113,14 @@ class _Index:
 
 
 def build(grid: Grid, catalog: catalog_mod.Catalog | None = None) -> dict:
-    """Everything the page needs, JSON-ready. Training rows: ``[option, chips, days, cost, low, high]`` for
-    feasible options, ``[option, reason]`` for ruled-out ones; frontier rows ``[option, day index, chips, days,
-    cost]``; serving rows ``[option, chips, usd per M tokens, low, high]`` and ``[option, reason]``."""
+    """Everything the page needs, JSON-ready. Training rows: ``[option, chips, days, cost, low, high, finish days]``
+    for feasible options, ``[option, reason]`` for ruled-out ones; frontier rows ``[option, day index, chips, days,
+    cost, finish days]`` (finish = porting + training); serving rows ``[option, chips, usd per M tokens, low,
+    high]`` and ``[option, reason]``."""
     cat = catalog or catalog_mod.load()
     cal = calibration.fit(cat)
     eff = serving.calibrate(cat)
-    accelerators = cat.accelerators.select("accelerator_id", "name", "kind")
+    accelerators = cat.accelerators.select("accelerator_id", "name", "kind", "vendor")
     acc_index = {a: i for i, a in enumerate(accelerators["accelerator_id"])}
     clouds, pricing, reasons, option_keys = _Index(), _Index(), _Index(), _Index()
     for p in PRICING_MODELS:
@@ -152,7 +153,7 @@ def build(grid: Grid, catalog: catalog_mod.Catalog | None = None) -> dict:
         serve.append(_serving_rows(frame, option, reason))
     return {
         "axes": grid.axes(),
-        "accelerators": accelerators.select("name", "kind").rows(),
+        "accelerators": accelerators.select("name", "kind", "vendor").rows(),
         "clouds": clouds.items,
         "pricing": pricing.items,
         "options": [[*key, prices[i]] for i, key in enumerate(option_keys.items)],
@@ -172,7 +173,7 @@ def _training_rows(frame: pl.DataFrame, option, reason) -> list:
     rows = []
     for r in frame.iter_rows(named=True):
         if r["feasible"]:
-            numbers = (r["train_days"], r["cost_usd"], r["cost_usd_low"], r["cost_usd_high"])
+            numbers = (r["train_days"], r["cost_usd"], r["cost_usd_low"], r["cost_usd_high"], r["finish_days"])
             rows.append([option(r), r["chips"], *(sig(v) for v in numbers)])
         else:
             rows.append([option(r), reason(r)])
@@ -182,7 +183,12 @@ def _training_rows(frame: pl.DataFrame, option, reason) -> list:
 def _frontier_rows(sweep: pl.DataFrame, option) -> list:
     day_index = {float(d): i for i, d in enumerate(FRONTIER_DAYS)}
     return [
-        [option(r), day_index[r["target_days"]], r["chips"], sig(r["train_days"]), sig(r["cost_usd"])]
+        [
+            option(r),
+            day_index[r["target_days"]],
+            r["chips"],
+            *(sig(r[k]) for k in ("train_days", "cost_usd", "finish_days")),
+        ]
         for r in sweep.filter(pl.col("feasible")).iter_rows(named=True)
     ]
 

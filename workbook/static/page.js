@@ -33,6 +33,7 @@ export function start(D, render) {
   const options = D.options.map(([acc, cloud, pricing, price]) => ({
     name: D.accelerators[acc][0],
     kind: D.accelerators[acc][1],
+    family: `${D.accelerators[acc][2]}-${D.accelerators[acc][1]}`, // charts.common.FAMILY
     acc,
     cloud: D.clouds[cloud],
     pricing_model: D.pricing[pricing],
@@ -62,8 +63,8 @@ export function start(D, render) {
       if (!first.has(o.acc)) first.set(o.acc, row);
       if (!matches(o, s)) continue;
       if (row.length > 2) {
-        const [, chips, train_days, cost_usd, cost_usd_low, cost_usd_high] = row;
-        feasible.push({ ...o, option: row[0], chips, train_days, cost_usd, cost_usd_low, cost_usd_high });
+        const [, chips, train_days, cost_usd, cost_usd_low, cost_usd_high, finish_days] = row;
+        feasible.push({ ...o, option: row[0], chips, train_days, cost_usd, cost_usd_low, cost_usd_high, finish_days });
       } else blocked.push({ ...o, option: row[0], reason: D.reasons[row[1]][1] });
     }
     // An accelerator with no price under this pricing and cloud: ruled out by a price-independent rule if one
@@ -85,19 +86,24 @@ export function start(D, render) {
     const seen = new Set();
     return feasible.filter((o) => !seen.has(o.acc) && seen.add(o.acc));
   }
-  const label = (o) => `${o.name} · ${o.cloud} · ${o.pricing_model}`;
+  // charts.common.with_option: short chip name (no vendor), cloud, pricing model.
+  const vendor = new RegExp(D.vendor_prefix);
+  const label = (o) => `${o.name.replace(vendor, "")} · ${o.cloud} · ${o.pricing_model}`;
 
+  // As charts.training.tab_datasets: an option's slot (its shape) is its place among the cheapest per accelerator.
   function datasets(r, deadline) {
     const best = bestPerAccelerator(r.feasible);
-    const cost = best.slice(0, TOP_COST).map((o, rank) => ({
-      rank, option: label(o), name: o.name, kind: o.kind, cloud: o.cloud, pricing_model: o.pricing_model,
-      chips: o.chips, train_days: o.train_days, cost_usd: o.cost_usd, cost_usd_low: o.cost_usd_low,
-      cost_usd_high: o.cost_usd_high,
+    const cost = best.slice(0, TOP_COST).map((o, slot) => ({
+      slot, option: label(o), family: o.family, name: o.name, cloud: o.cloud, pricing_model: o.pricing_model,
+      chips: o.chips, train_days: o.train_days, finish_days: o.finish_days, cost_usd: o.cost_usd,
+      cost_usd_low: o.cost_usd_low, cost_usd_high: o.cost_usd_high,
     }));
-    const picked = new Map(best.slice(0, FRONTIER_OPTIONS).map((o) => [o.option, label(o)]));
-    const points = r.frontier.filter((p) => picked.has(p[0])).map(([o, , chips, train_days, cost_usd]) => ({
-      option: picked.get(o), chips, train_days, cost_usd,
-    }));
+    const picked = new Map(best.slice(0, FRONTIER_OPTIONS).map((o, slot) => [o.option, { ...o, slot }]));
+    const points = r.frontier.filter((p) => picked.has(p[0])).map(([o, , chips, train_days, cost_usd, finish_days]) => {
+      const pick = picked.get(o);
+      return { option: label(pick), slot: pick.slot, family: pick.family, name: pick.name, chips,
+        start_delay_days: finish_days - train_days, train_days, finish_days, cost_usd };
+    });
     return {
       cost: { options: cost, message: cost.length ? [] : [{ text: "No option meets the constraints" }] },
       frontier: {

@@ -16,7 +16,7 @@ from pathlib import Path
 from workbook import catalog as catalog_mod
 from workbook.app.chartgrid import bundle
 from workbook.charts import training as charts
-from workbook.charts.common import template_specs
+from workbook.charts.common import VENDOR_PREFIX, template_specs
 from workbook.static import grid as grid_mod
 
 HERE = Path(__file__).parent
@@ -57,6 +57,7 @@ def render(
     g = g or grid_mod.Grid()
     data = grid_mod.build(g, catalog)
     data["specs"] = template_specs({name: charts.TEMPLATES[name] for name in CHARTS})
+    data["vendor_prefix"] = VENDOR_PREFIX  # option labels drop it, as the app's do
     data["app_url"] = app_url
     packed = base64.b64encode(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), 9)).decode()
     clouds = [c for c in data["clouds"] if c is not None]
