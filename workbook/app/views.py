@@ -154,11 +154,13 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
     return present.table(head, rows, css_class="wb-table wb-serve-table", muted=[not r["feasible"] for r in shown])
 
 
-def share_link(query: str) -> str:
+def share_link(query: str, app_url: str = "") -> str:
     """A link to this scenario and a button that copies the link's own (absolute) address: the anchor resolves it
     against the page, so it works behind proxies. "Link copied" shows for a few seconds; where the clipboard API
-    is missing (a plain-http page) a hidden text area and the copy command are used."""
-    href = html.escape("?" + query, quote=True)
+    is missing (a plain-http page) a hidden text area and the copy command are used. With ``app_url`` (the page is
+    not the app, e.g. JupyterLab) the link opens the app at that address, and says so."""
+    href = html.escape(app_url + "?" + query, quote=True)
+    label = f"Link to this scenario in the app at {html.escape(app_url)}" if app_url else "Link to this scenario"
     script = html.escape(
         "var b=this,u=b.parentNode.querySelector('a.wb-link').href;"
         "function done(t){b.textContent=t;setTimeout(function(){b.textContent='Copy link'},4000)}"
@@ -170,7 +172,7 @@ def share_link(query: str) -> str:
     )
     return (
         f"<span class='wb-share'><a class='wb-link' href='{href}' target='_blank'>"
-        f"Link to this scenario</a> <button class='wb-copy' onclick=\"{script}\">Copy link</button></span>"
+        f"{label}</a> <button class='wb-copy' onclick=\"{script}\">Copy link</button></span>"
     )
 
 
