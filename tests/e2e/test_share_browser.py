@@ -248,3 +248,26 @@ def test_an_uploaded_negotiated_price_makes_the_runner_up_win(app, tmp_path):
     assert text.startswith(f"Train on {runner['name']} ({runner['cloud']}") and "your price" in text, text
     assert page.locator(".wb-table tbody tr", has_text="your price").count() >= 1
     page.context.close()
+
+
+SORT_KEYS = """(column) => Array.from(document.querySelectorAll('table.wb-table:not(.wb-serve-table) tbody tr'))
+  .map(r => r.cells[column].dataset.sort)"""
+
+
+def test_option_table_sorts_by_a_clicked_column(app):
+    url, browser = app
+    page = _open(browser, url)
+    headers = page.locator("table.wb-table:not(.wb-serve-table) thead th")
+    column = headers.all_inner_texts().index("Chips (layout)")
+    before = page.evaluate(SORT_KEYS, column)
+    numbers = [float(k) for k in before if k]
+    assert len(numbers) > 10 and numbers != sorted(numbers), "cheapest first is no longer a different order"
+    for clicks, direction in ((1, 1), (2, -1)):
+        headers.nth(column).click()
+        keys = page.evaluate(SORT_KEYS, column)
+        shown = [float(k) for k in keys if k]
+        assert shown == sorted(numbers, reverse=direction < 0), clicks
+        assert all(keys[: len(shown)]), "blank cells (no plan) sort last"
+        expected = "ascending" if direction > 0 else "descending"
+        assert headers.nth(column).get_attribute("aria-sort") == expected
+    page.context.close()

@@ -52,7 +52,8 @@ def _where(option: dict) -> str:
 
 def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
     """All options, cheapest first, formatted ($1.2M, 18.5 days); infeasible ones last with the reason. Nine
-    columns (cost with its range, cloud with its region) so it fits beside the controls at 1280 px."""
+    columns (cost with its range, cloud with its region) so it fits beside the controls at 1280 px. A click on a
+    column header sorts by it (the amounts, not their text)."""
     shown = frame.head(limit).to_dicts()
     rows = [
         [
@@ -81,9 +82,23 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
         "Memory / chip",
         "Status",
     ]
+    keys = [  # what each column sorts by (a click on its header): names as text, amounts as numbers
+        [
+            r["name"],
+            _where(r),
+            _pricing(r),
+            r["chips"] or None,
+            r["finish_days"] or None,
+            r["cost_usd"],
+            r["energy_kwh"] if r["chips"] else None,
+            r["memory_per_chip_gb"],
+            "0 ok" if r["feasible"] else "1 " + (r["infeasible_reason"] or ""),
+        ]
+        for r in shown
+    ]
     hidden = frame.height - len(shown)
     more = f"<div class='wb-more'>{present.count(hidden, 'more option')} not shown</div>" if hidden else ""
-    return present.table(head, rows, muted=[not r["feasible"] for r in shown]) + more
+    return present.table(head, rows, muted=[not r["feasible"] for r in shown], sort_keys=keys) + more
 
 
 def claims_table(checks) -> str:
