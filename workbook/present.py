@@ -104,7 +104,8 @@ _SORT = html.escape(
     "var h=this,b=h.closest('table').tBodies[0],i=h.cellIndex,d=h.getAttribute('aria-sort')==='ascending'?-1:1;"
     "Array.from(h.parentNode.cells).forEach(function(c){c.removeAttribute('aria-sort')});"
     "h.setAttribute('aria-sort',d>0?'ascending':'descending');"
-    "Array.from(b.rows).sort(function(x,y){var a=x.cells[i].dataset.sort,c=y.cells[i].dataset.sort;"
+    "function k(r){var v=r.cells[i].dataset.sort;return v===undefined?r.cells[i].textContent:v}"
+    "Array.from(b.rows).sort(function(x,y){var a=k(x),c=k(y);"
     "if(a===''||c==='')return (a==='')-(c==='');var p=Number(a),q=Number(c);"
     "return d*(isNaN(p)||isNaN(q)?a.localeCompare(c):p-q)}).forEach(function(r){b.appendChild(r)})",
     quote=True,
@@ -126,8 +127,10 @@ def table(
     keys = list(sort_keys) if sort_keys is not None else [[None] * len(row) for row in rows]
 
     def cell(value: object, key: object) -> str:
-        sort = "" if sort_keys is None else f" data-sort='{escape('' if key is None else key)}'"
-        return f"<td{sort}>{escape(value)}</td>"
+        if sort_keys is None or key == value:  # a cell with no key sorts by its text
+            return f"<td>{escape(value)}</td>"
+        text = "" if key is None else f"{key:.8g}" if isinstance(key, float) else escape(key)
+        return f"<td data-sort='{text}'>{escape(value)}</td>"
 
     body = "".join(
         ("<tr class='wb-muted'>" if flag else "<tr>") + "".join(map(cell, row, key)) + "</tr>"
