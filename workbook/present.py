@@ -98,18 +98,44 @@ def message(text: str, kind: str = "error") -> str:
     return f"<div class='wb-message wb-{kind}'>{escape(text)}</div>"
 
 
+# Sorts the clicked header's column by the cells' data-sort values (numbers as numbers, blanks last); a second
+# click reverses. An attribute handler: a widget's HTML runs no <script>, and nothing is fetched (works offline).
+_SORT = html.escape(
+    "var h=this,b=h.closest('table').tBodies[0],i=h.cellIndex,d=h.getAttribute('aria-sort')==='ascending'?-1:1;"
+    "Array.from(h.parentNode.cells).forEach(function(c){c.removeAttribute('aria-sort')});"
+    "h.setAttribute('aria-sort',d>0?'ascending':'descending');"
+    "function k(r){var v=r.cells[i].dataset.sort;return v===undefined?r.cells[i].textContent:v}"
+    "Array.from(b.rows).sort(function(x,y){var a=k(x),c=k(y);"
+    "if(a===''||c==='')return (a==='')-(c==='');var p=Number(a),q=Number(c);"
+    "return d*(isNaN(p)||isNaN(q)?a.localeCompare(c):p-q)}).forEach(function(r){b.appendChild(r)})",
+    quote=True,
+)
+
+
 def table(
     head: Sequence[str],
     rows: Iterable[Sequence[object]],
     css_class: str = "wb-table",
     muted: Iterable[bool] | None = None,
+    sort_keys: Iterable[Sequence[object]] | None = None,
 ) -> str:
-    """An HTML table of plain-text cells; rows flagged in ``muted`` (e.g. infeasible options) are greyed."""
+    """An HTML table of plain-text cells; rows flagged in ``muted`` (e.g. infeasible options) are greyed. With
+    ``sort_keys`` (one value per cell: a number, a text, or None for a blank that sorts last) a click on a column
+    header sorts the rows by that column, a second click the other way."""
     rows = list(rows)
     flags = list(muted) if muted is not None else [False] * len(rows)
+    keys = list(sort_keys) if sort_keys is not None else [[None] * len(row) for row in rows]
+
+    def cell(value: object, key: object) -> str:
+        if sort_keys is None or key == value:  # a cell with no key sorts by its text
+            return f"<td>{escape(value)}</td>"
+        text = "" if key is None else f"{key:.8g}" if isinstance(key, float) else escape(key)
+        return f"<td data-sort='{text}'>{escape(value)}</td>"
+
     body = "".join(
-        ("<tr class='wb-muted'>" if flag else "<tr>") + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
-        for row, flag in zip(rows, flags, strict=True)
+        ("<tr class='wb-muted'>" if flag else "<tr>") + "".join(map(cell, row, key)) + "</tr>"
+        for row, flag, key in zip(rows, flags, keys, strict=True)
     )
-    header = "".join(f"<th>{escape(h)}</th>" for h in head)
+    sortable = "" if sort_keys is None else f" class='wb-sortable' title='Sort by this column' onclick=\"{_SORT}\""
+    header = "".join(f"<th{sortable}>{escape(h)}</th>" for h in head)
     return f"<table class='{css_class}'><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"

@@ -137,6 +137,24 @@ def test_copy_link_uses_the_anchors_address_not_document_url():
     assert "class='wb-link' href='?params_b=13&amp;mode=train'" in html_text
 
 
+def test_links_made_outside_voila_open_the_app_not_the_lab_page(monkeypatch):
+    from workbook.app import links
+    from workbook.errors import InputError
+
+    for name in ("VOILA_KERNEL_ID", "VOILA_PREHEAT", links.APP_URL_VARIABLE):
+        monkeypatch.delenv(name, raising=False)
+    assert links.app_url() == links.DEFAULT_APP_URL
+    monkeypatch.setenv(links.APP_URL_VARIABLE, "https://workbook.example.com/app/")
+    d = Dashboard()
+    assert f"href='https://workbook.example.com/app/?{d.query.replace('&', '&amp;')}'" in d.link.value
+    assert "in the app at https://workbook.example.com/app/" in d.link.value
+    monkeypatch.setenv(links.APP_URL_VARIABLE, "workbook.example.com")
+    with pytest.raises(InputError, match="WORKBOOK_APP_URL: must be the app's http"):
+        links.app_url()
+    monkeypatch.setenv("VOILA_KERNEL_ID", "k")  # the app page: the link reopens the page it is on
+    assert links.app_url() == "" and "href='?" in views.share_link(d.query, links.app_url())
+
+
 @pytest.fixture(scope="module")
 def scenario():
     return Scenario(model=ModelSpec.from_params(13e9), tokens=260e9, days=20, pricing=("on-demand",))

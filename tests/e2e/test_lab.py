@@ -26,7 +26,8 @@ LIVE = ".jp-OutputArea-output:has(.noUi-handle)"
 
 
 @contextlib.contextmanager
-def lab(root):
+def lab(root, **env):
+    """JupyterLab serving ``root``; ``env`` adds to the server's environment (e.g. JUPYTERLAB_SETTINGS_DIR)."""
     port = free_port()
     proc = subprocess.Popen(  # cwd = root, as `make lab`: Voila's server extension reads voila.json from there
         [
@@ -45,7 +46,7 @@ def lab(root):
         cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"},
+        env={**{k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"}, **env},
     )
     try:
         yield f"http://127.0.0.1:{port}"
@@ -58,9 +59,25 @@ def lab(root):
             proc.wait()
 
 
+def _run_all(page) -> None:
+    """Run every cell of the notebook open in Lab, once its panel is ready."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
+    for attempt in range(3):  # a click before the notebook panel is ready can be lost: retry until cells run
+        page.locator(".jp-Notebook").first.click()
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_text("Run All Cells", exact=True).click()
+        try:
+            page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]")).first.wait_for(timeout=60_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     root = tmp_path_factory.mktemp("lab")
@@ -77,17 +94,7 @@ def live(tmp_path_factory):
                 if time.time() > deadline:
                     raise
                 time.sleep(1)
-        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
-        for attempt in range(3):  # a click before the notebook panel is ready can be lost: retry until cells run
-            page.locator(".jp-Notebook").first.click()
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_text("Run All Cells", exact=True).click()
-            try:
-                page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]")).first.wait_for(timeout=60_000)
-                break
-            except PlaywrightTimeout:
-                if attempt == 2:
-                    raise
+        _run_all(page)
         page.locator(LIVE).first.wait_for(state="attached", timeout=300_000)
         page.locator(LIVE).first.scroll_into_view_if_needed()
         page.locator(LIVE).first.locator(".vega-embed svg.marks").first.wait_for(timeout=120_000)
@@ -143,3 +150,61 @@ def test_labs_voila_preview_renders_the_app():
     assert "<title>Accelerator Workbook</title>" in page
     assert "application/vnd.jupyter.widget-view+json" in page and "Traceback" not in page
     assert "font-awesome" not in page  # the workbook template (from voila.json), found where the install put it
+
+
+# The text colour and the first opaque background behind the card, and the WCAG contrast ratio between them.
+CONTRAST = """el => {
+  const rgb = c => c.match(/[\\d.]+/g).map(Number);
+  let box = el, background = null;
+  while (box && !background) {
+    const c = rgb(getComputedStyle(box).backgroundColor);
+    if (c.length < 4 || c[3] > 0) background = c.slice(0, 3);
+    box = box.parentElement;
+  }
+  const linear = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const lum = c => { const [r, g, b] = c.map(linear); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const text = rgb(getComputedStyle(el).color).slice(0, 3);
+  const [hi, lo] = [lum(text), lum(background)].sort((a, b) => b - a);
+  return {text, background, ratio: (hi + 0.05) / (lo + 0.05)};
+}"""
+
+
+def test_the_dashboard_in_labs_dark_theme_is_readable_and_links_to_the_app(tmp_path):
+    """The app notebook run in JupyterLab's dark theme: the card and the option table read light on dark (contrast
+    at least 4.5, WCAG AA), and the scenario link opens the app, not the Lab page."""
+    from playwright.sync_api import sync_playwright
+
+    from workbook.app import links
+
+    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "themes.jupyterlab-settings").write_text('{"theme": "JupyterLab Dark"}')
+    shutil.copy(ROOT / "notebooks" / "app.ipynb", tmp_path / "app.ipynb")  # a copy: Lab may save what it ran
+    with (
+        lab(tmp_path, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings")) as url,
+        sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1200})
+        deadline = time.time() + 90
+        while True:  # the server may still be starting
+            try:
+                page.goto(url + "/lab/tree/app.ipynb", timeout=60_000)
+                break
+            except Exception:
+                if time.time() > deadline:
+                    raise
+                time.sleep(1)
+        _run_all(page)
+        assert page.evaluate("document.body.dataset.jpThemeName") == "JupyterLab Dark"
+        card = page.locator(".jp-OutputArea-output .wb-card").first
+        card.wait_for(timeout=180_000)
+        page.locator(".jp-OutputArea-output table.wb-table").first.wait_for(state="attached", timeout=60_000)
+        for element in (card, page.locator(".wb-headline").first, page.locator("table.wb-table td").first):
+            seen = element.evaluate(CONTRAST)
+            assert seen["ratio"] >= 4.5, seen
+        assert sum(seen["background"]) < 3 * 128, seen  # the dark theme's background, not a white panel
+        href = page.locator(".wb-share a.wb-link").get_attribute("href")
+        assert href.startswith(links.DEFAULT_APP_URL + "?") and "mode=train" in href, href
+        assert "in the app at" in page.locator(".wb-share a.wb-link").inner_text()
+        browser.close()

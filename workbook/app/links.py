@@ -5,7 +5,8 @@ Serve control under ``serve_<name>`` once the Serve tab has been opened, and ``m
 was showing. What each value may be (range, choices) is read from the controls themselves by :func:`fields_of`, so
 a new control is in the link with no change here. Older links still open: without ``moe``, ``active_params_b``
 implies a mixture of experts; without ``tokens_preset``, ``tokens_b`` is a token count of your own; ``platform`` and
-``tokens`` are the older names of ``current_platform`` and ``tokens_preset``.
+``tokens`` are the older names of ``current_platform`` and ``tokens_preset``. Outside Voila (the dashboard in
+JupyterLab) links point at the published app (:func:`app_url`), never at the Lab page.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from workbook.errors import InputError
 
 SERVE_PREFIX = "serve_"
 MODES = ("train", "serve")
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 ALIASES = {"platform": "current_platform", "tokens": "tokens_preset"}  # older links
+APP_URL_VARIABLE = "WORKBOOK_APP_URL"  # the published app's address, for links made outside Voila
+DEFAULT_APP_URL = "http://localhost:8866/"  # where `workbook app` and `make app` serve it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,9 +133,26 @@ def build(train_values: dict, train: dict[str, Field], mode: str, serve_values: 
     return urlencode(query)
 
 
+def under_voila() -> bool:
+    """The kernel was started by Voila (the app page), not by JupyterLab or a notebook server."""
+    return "VOILA_KERNEL_ID" in os.environ or "VOILA_PREHEAT" in os.environ
+
+
+def app_url() -> str:
+    """Where a scenario link points. Under Voila '' (the link is relative: it reopens the page it is on, behind any
+    proxy or URL prefix). Elsewhere (the dashboard shown in JupyterLab) a Lab URL would open the notebook, not the
+    scenario, so the link points at the published app: ``WORKBOOK_APP_URL``, else :data:`DEFAULT_APP_URL`."""
+    if under_voila():
+        return ""
+    url = os.environ.get(APP_URL_VARIABLE, DEFAULT_APP_URL)
+    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+        raise InputError(APP_URL_VARIABLE, f"must be the app's http(s) address, like {DEFAULT_APP_URL}, got {url!r}")
+    return url
+
+
 def voila_query_string() -> str:
     """The visitor's query string under Voila (waits for the visitor when the kernel was preheated), else ''."""
-    if "VOILA_KERNEL_ID" not in os.environ and "VOILA_PREHEAT" not in os.environ:
+    if not under_voila():
         return os.environ.get("QUERY_STRING", "")
     from voila.utils import get_query_string
 

@@ -26,6 +26,7 @@ class Dashboard:
         self.serve_fields: dict[str, links.Field] = {}
         self.pending_serve: dict = {}  # Serve values from a link, set when that tab is first opened
         self.link = w.HTML()
+        self.app_url = links.app_url()  # '' under Voila; the published app's address in JupyterLab
         self.query = ""
         self.widget = self._layout()
         for control in self.train.link_controls().values():
@@ -81,7 +82,7 @@ class Dashboard:
     def _brief_extras(self) -> dict:
         """The brief's scenario link (as the page will resolve it) and the serving answer once that tab was used."""
         serving = None if self.serve is None else self.serve.recommendation
-        return {"link": "?" + self.query, "serving": serving}
+        return {"link": self.app_url + "?" + self.query, "serving": serving}
 
     def _serve_fields(self) -> dict[str, links.Field]:
         """The Serve controls' fields (from a throwaway view's controls while that tab has not been built)."""
@@ -105,7 +106,7 @@ class Dashboard:
             self._serve_fields() if serve is not None else None,
         )
         self.query = query
-        self.link.value = views.share_link(query)
+        self.link.value = views.share_link(query, self.app_url)
 
     def _on_tab(self, change) -> None:
         """The Serve view is built and computed when first shown, so the Train page loads without paying for it."""

@@ -52,7 +52,8 @@ def _where(option: dict) -> str:
 
 def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
     """All options, cheapest first, formatted ($1.2M, 18.5 days); infeasible ones last with the reason. Nine
-    columns (cost with its range, cloud with its region) so it fits beside the controls at 1280 px."""
+    columns (cost with its range, cloud with its region) so it fits beside the controls at 1280 px. A click on a
+    column header sorts by it (the amounts, not their text)."""
     shown = frame.head(limit).to_dicts()
     rows = [
         [
@@ -81,9 +82,23 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
         "Memory / chip",
         "Status",
     ]
+    keys = [  # what each column sorts by (a click on its header): names as text, amounts as numbers
+        [
+            r["name"],
+            _where(r),
+            _pricing(r),
+            r["chips"] or None,
+            r["finish_days"] or None,
+            r["cost_usd"],
+            r["energy_kwh"] if r["chips"] else None,
+            r["memory_per_chip_gb"],
+            "0 ok" if r["feasible"] else "1 " + (r["infeasible_reason"] or ""),
+        ]
+        for r in shown
+    ]
     hidden = frame.height - len(shown)
     more = f"<div class='wb-more'>{present.count(hidden, 'more option')} not shown</div>" if hidden else ""
-    return present.table(head, rows, muted=[not r["feasible"] for r in shown]) + more
+    return present.table(head, rows, muted=[not r["feasible"] for r in shown], sort_keys=keys) + more
 
 
 def claims_table(checks) -> str:
@@ -154,11 +169,13 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
     return present.table(head, rows, css_class="wb-table wb-serve-table", muted=[not r["feasible"] for r in shown])
 
 
-def share_link(query: str) -> str:
+def share_link(query: str, app_url: str = "") -> str:
     """A link to this scenario and a button that copies the link's own (absolute) address: the anchor resolves it
     against the page, so it works behind proxies. "Link copied" shows for a few seconds; where the clipboard API
-    is missing (a plain-http page) a hidden text area and the copy command are used."""
-    href = html.escape("?" + query, quote=True)
+    is missing (a plain-http page) a hidden text area and the copy command are used. With ``app_url`` (the page is
+    not the app, e.g. JupyterLab) the link opens the app at that address, and says so."""
+    href = html.escape(app_url + "?" + query, quote=True)
+    label = f"Link to this scenario in the app at {html.escape(app_url)}" if app_url else "Link to this scenario"
     script = html.escape(
         "var b=this,u=b.parentNode.querySelector('a.wb-link').href;"
         "function done(t){b.textContent=t;setTimeout(function(){b.textContent='Copy link'},4000)}"
@@ -170,7 +187,7 @@ def share_link(query: str) -> str:
     )
     return (
         f"<span class='wb-share'><a class='wb-link' href='{href}' target='_blank'>"
-        f"Link to this scenario</a> <button class='wb-copy' onclick=\"{script}\">Copy link</button></span>"
+        f"{label}</a> <button class='wb-copy' onclick=\"{script}\">Copy link</button></span>"
     )
 
 
