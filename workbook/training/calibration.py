@@ -20,10 +20,12 @@ Method (simple on purpose, no per-run knobs; calibration and prediction call the
    base of the same chip. MFU counts active parameters.
 5. **Chips with neither runs nor a proxy** (e.g. a chip a user adds) get the median base of all
    calibrated chips, with the min..max of those bases as its range.
-6. **Goodput** (end-to-end share of a real run vs the planned benchmark rate: evaluation, checkpoints,
-   stragglers, less tuned production configs) = interruptions at the run's chip count
-   (``throughput.interruption_goodput``, from Llama 3's failure statistics) x a base = median over full runs
-   of planned chip-hours / (reported chip-hours x interruption goodput); range = interquartile.
+6. **Goodput** = accounting x interruptions (``throughput.goodput``). Interruptions come from Llama 3's failure
+   statistics at the run's chip count and length (its planned days at the benchmark rate); the accounting
+   (end-to-end share of a whole run vs the planned benchmark rate: evaluation, checkpoints, stragglers, less
+   tuned production configs, how the publisher counts chip-hours) is fitted on full runs only = median of
+   planned chip-hours / (reported chip-hours x interruption goodput); range = interquartile. MLPerf rows are
+   benchmark timing (``run_start`` to ``run_stop``): accounting 1, their own interruptions only.
 """
 
 from __future__ import annotations
@@ -34,9 +36,8 @@ import polars as pl
 
 from workbook.catalog import Catalog
 from workbook.catalog.schemas import PRECISIONS
-from workbook.model import flops, parallelism, sizing
+from workbook.model import flops, parallelism, sizing, throughput
 from workbook.model.spec import ModelSpec
-from workbook.model.throughput import interruption_goodput
 from workbook.model.units import PEAK_COLUMN, SECONDS_PER_DAY
 from workbook.training.scenario import Assumptions, default_global_batch_tokens
 
@@ -140,8 +141,11 @@ def benchmark_points(catalog: Catalog) -> pl.DataFrame:
         | pl.col("reported_tokens_per_s_per_chip").is_not_null()
         | (mlperf & pl.col("reported_days").is_not_null() & pl.col("chips").is_not_null())
     )
-    # MLPerf time-to-train: tokens / (minutes x chips), end to end (evaluation included, so slightly below steady state)
-    timed = pl.col("tokens") / (pl.col("reported_days") * SECONDS_PER_DAY * pl.col("chips"))
+    # MLPerf time-to-train: tokens / (minutes x chips), end to end (evaluation included, so slightly below steady
+    # state), over the share of the run not lost to interruptions (benchmark timing: no accounting overhead)
+    days, chips = pl.col("reported_days"), pl.col("chips").cast(pl.Float64)
+    benchmark = throughput.goodput(chips, days, throughput.BENCHMARK_ACCOUNTING)
+    timed = pl.col("tokens") / (days * benchmark * SECONDS_PER_DAY * chips)
     tokens_per_s = pl.coalesce(pl.col("reported_tokens_per_s_per_chip"), pl.when(mlperf).then(timed))
     frame = runs_frame(catalog, runs).with_columns(
         pl.coalesce(
@@ -357,12 +361,14 @@ def _goodput(catalog: Catalog, mfu: pl.DataFrame, moe_efficiency: float) -> pl.D
     )
     planned = parallelism.plan(frame, "chips_planned", "efficiency", PLAN_SETTINGS)
     rate = pl.col("mfu_planned") * pl.col("peak_flops_per_s")
+    chips = pl.col("chips_planned").cast(pl.Float64)
+    total = pl.col("flops_per_token") * pl.col("tokens")
     return (
         planned.with_columns(
-            (pl.col("flops_per_token") * pl.col("tokens") / rate / 3600).alias(
-                "predicted_chip_hours_at_benchmark_rate"
+            (total / rate / 3600).alias("predicted_chip_hours_at_benchmark_rate"),
+            throughput.interruption_goodput(chips, throughput.work_days(total, chips, rate)).alias(
+                "interruption_goodput"
             ),
-            interruption_goodput(pl.col("chips_planned").cast(pl.Float64)).alias("interruption_goodput"),
         )
         .with_columns(
             (

@@ -92,12 +92,13 @@ def _efficiency(s: Scenario, cal: calibration_mod.Calibration, suffix: str) -> p
     )
 
 
-def _goodput(s: Scenario, cal: calibration_mod.Calibration, suffix: str, chips: pl.Expr) -> pl.Expr:
-    """Share of wall-clock time that trains: calibrated base x interruptions at this chip count."""
+def _goodput(s: Scenario, cal: calibration_mod.Calibration, suffix: str, chips: pl.Expr, rate: pl.Expr) -> pl.Expr:
+    """Share of wall-clock time that trains: calibrated accounting x interruptions at this chip count over this
+    many days of training (``rate``: achieved FLOPs/s per chip)."""
     if s.assumptions.goodput_override is not None:
         return pl.lit(s.assumptions.goodput_override)
     base = {"": cal.goodput, "_low": cal.goodput_low, "_high": cal.goodput_high}[suffix]
-    return base * throughput.interruption_goodput(chips)
+    return throughput.goodput(chips, throughput.work_days(pl.col("train_flops"), chips, rate), base)
 
 
 def _throughput(s: Scenario, suffix: str) -> pl.Expr:
@@ -264,7 +265,7 @@ def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibrat
     for i in range(SCALE_ITERATIONS):
         planned = parallelism.plan(work, "chips", "efficiency", settings, exact=False)
         rate = _throughput(s, "").fill_null(pl.col("peak_flops_per_s") * pl.col("efficiency"))
-        need = sizing.chips_for_days(pl.col("train_flops"), target, rate, _goodput(s, cal, "", pl.col("chips")))
+        need = sizing.chips_for_days(pl.col("train_flops"), target, rate, _goodput(s, cal, "", pl.col("chips"), rate))
         # Bounded so a hopeless option stays a number; the over_max_job rule reports it.
         planned = planned.with_columns(_next=pl.max_horizontal(need, floor).clip(upper_bound=MAX_SIZED_CHIPS))
         moving = ((pl.col("_next") / pl.col("chips") - 1).abs() >= CONVERGED) & (i < SCALE_ITERATIONS - 1)
@@ -288,14 +289,15 @@ def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) ->
     chips = pl.col("chips").cast(pl.Float64)
     columns = {}
     for band, rate_band, goodput_band in (("", "", ""), ("_low", "_high", "_high"), ("_high", "_low", "_low")):
+        rate = _throughput(s, rate_band)
         seconds = throughput.train_seconds(
-            pl.col("train_flops"), chips, _throughput(s, rate_band), _goodput(s, cal, goodput_band, chips)
+            pl.col("train_flops"), chips, rate, _goodput(s, cal, goodput_band, chips, rate)
         )
         columns[f"train_days{band}"] = seconds / SECONDS_PER_DAY
     frame = frame.with_columns(
         **columns,
         mfu=_throughput(s, "") / pl.col("peak_flops_per_s"),
-        goodput=_goodput(s, cal, "", chips),
+        goodput=_goodput(s, cal, "", chips, _throughput(s, "")),
         layout=parallelism.layout_words(),
     )
     return frame.with_columns(**{f"{name}_gb": pl.col(f"{name}_bytes") / 1e9 for name in memory.COMPONENTS})
