@@ -57,3 +57,12 @@ def test_mlperf_rows_become_throughput_points_from_tokens_and_time(cat):
     )
     assert 0.99 < training < 1
     assert point["mfu"] == pytest.approx(tokens_per_s / training * flops / point["peak_flops_per_s"], rel=1e-6)
+
+
+def test_blackwell_ultra_takes_its_measured_sibling_as_proxy(cat):
+    bf16 = calibration.fit(cat).mfu.filter(pl.col("precision") == "bf16")
+    by_id = {r["accelerator_id"]: r for r in bf16.iter_rows(named=True)}
+    for ultra, sibling in (("gb300", "gb200"), ("b300", "b200")):
+        assert by_id[sibling]["basis_kind"] == "measured"
+        assert by_id[ultra]["basis_kind"] == "proxy" and by_id[ultra]["basis"].startswith(f"proxy: {sibling} x")
+        assert by_id[ultra]["mfu"] == pytest.approx(by_id[sibling]["mfu"])  # same dense peaks, factor 1

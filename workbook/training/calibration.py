@@ -14,7 +14,8 @@ Method (simple on purpose, no per-run knobs; calibration and prediction call the
 3. **FP8 speed-up per chip family** = median over paired runs (same chip, model and chip count in BF16
    and FP8) of the FP8 / BF16 throughput ratio; families without pairs take the median of all pairs; chips
    whose FP8 peak is no higher than their BF16 peak (TPU v5p, v6e: no FP8 matmuls) get no speed-up. The FP8
-   efficiency is the BF16 one x speed-up x BF16 peak / FP8 peak. INT8 training has no paired runs: BF16 rate.
+   efficiency is the BF16 one x speed-up x BF16 peak / FP8 peak. INT8 training has no paired runs: BF16 rate,
+   and only on chips with a production INT8 training stack (``INT8_TRAINING_KINDS``); elsewhere no INT8 row.
 4. **Mixture of experts**: base efficiency is fitted on dense models only; an MoE run reaches a fraction of
    it (all-to-all imbalance, small expert GEMMs) = median over MoE points of their efficiency / the dense
    base of the same chip. MFU counts active parameters.
@@ -45,6 +46,10 @@ SINGLE_POINT_SPREAD = 0.15
 # Where a base efficiency comes from: published runs of the chip, a documented proxy chip, the median of all chips,
 # or the chip's BF16 base x the family's paired-run FP8 speed-up. Column ``basis_kind`` of ``Calibration.mfu``.
 BASIS_KIND = pl.Enum(["measured", "proxy", "fallback", "derived"])
+# INT8 *training* has a production stack only on TPUs (AQT: MLPerf Training v3.1-v4.1 GPT-3 on TPU v5e/v5p/v6e,
+# mlcommons/training_results_v3.1-v4.1, Google); no GPU, AMD or Trainium INT8 training stack is published, so those
+# chips get no INT8 efficiency (the training rule ``no_training_stack`` refuses INT8 there with its reason).
+INT8_TRAINING_KINDS = ("tpu",)
 EFFICIENCY_ITERATIONS = 6  # fixed point: the layout depends on the efficiency, the efficiency on the layout
 _DEFAULTS = Assumptions()
 PLAN_SETTINGS = {
@@ -306,7 +311,7 @@ def _with_fallback(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
 
 def _low_precision(bf16: pl.DataFrame, accelerators: pl.DataFrame, speedup: pl.DataFrame) -> pl.DataFrame:
     """FP8 and INT8 efficiency (against their own peaks) from the BF16 base and the family's speed-up."""
-    acc = accelerators.select("accelerator_id", "family", *PEAK_COLUMN.values())
+    acc = accelerators.select("accelerator_id", "family", "kind", *PEAK_COLUMN.values())
     rows = []
     for precision in PRECISIONS[1:]:
         column = PEAK_COLUMN[precision]
@@ -323,6 +328,7 @@ def _low_precision(bf16: pl.DataFrame, accelerators: pl.DataFrame, speedup: pl.D
                 .otherwise(pl.format("FP8 {}x the BF16 rate ({})", pl.col("speedup").round(2), pl.col("basis_speedup")))
             )
         else:
+            frame = frame.filter(pl.col("kind").is_in(INT8_TRAINING_KINDS))
             gain = pl.lit(1.0)
             why = pl.lit("no paired INT8 training runs: BF16 rate")
         scale = gain * pl.col("bf16_flops_per_s") / pl.col(column)
