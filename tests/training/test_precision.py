@@ -43,3 +43,21 @@ def test_tpu_without_fp8_matmuls_runs_at_bf16_speed(accelerator, cal):
 def test_h100_fp8_is_faster_but_less_than_the_peak_ratio():
     bf16, fp8 = _one("h100-sxm", "bf16"), _one("h100-sxm", "fp8")
     assert 1.2 < bf16["train_days"] / fp8["train_days"] < 1.7
+
+
+def test_int8_training_refused_wherever_no_production_stack_exists(cal):
+    cat = catalog.load()
+    s = Scenario(model=ModelSpec.from_params(70e9), tokens=1e12, precision="int8", chips=512)
+    rows = options.evaluate(s).unique("accelerator_id")
+    kinds = rows.join(cat.accelerators.select("accelerator_id", pl.col("kind").alias("_kind")), on="accelerator_id")
+    others = kinds.filter(~pl.col("_kind").is_in(calibration.INT8_TRAINING_KINDS))
+    assert others.height >= 10 and {"gb300", "b300", "h100-sxm", "mi300x", "trainium2"} <= set(others["accelerator_id"])
+    assert (others["infeasible_code"] == "no_training_stack").all()
+    assert others["infeasible_reason"].str.contains("INT8 training has no production stack").all()
+    # and the calibration gives those chips no INT8 efficiency at all (GB300/B300's low INT8 peak gave MFU > 1)
+    int8 = cal.mfu.filter(pl.col("precision") == "int8")
+    assert int8.height > 0 and set(int8["accelerator_id"]).isdisjoint(others["accelerator_id"])
+
+
+def test_no_calibrated_efficiency_exceeds_the_peak(cal):
+    assert cal.mfu.height > 0 and (cal.mfu["mfu_high"] <= 1).all()

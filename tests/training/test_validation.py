@@ -4,7 +4,12 @@ Measured with the parallelism planner (issue 12), 39 full runs (Llama 3.2 1B/3B 
 Meta's Llama 3 runs at the stated 16K-GPU cluster): median |ln(pred/real)| 0.201 in-sample, 0.243 leave one family
 out (the issue's target is 0.15: not met), no run beyond 2x in-sample or held out, naive baseline median 0.498,
 exact-FLOPs rule 0.492. Before (41 runs, no-count runs sized to the median duration): 0.233 / 0.276, 3 and 4 runs
-beyond 2x.
+beyond 2x. The in-sample median equals the spread of the fitted accounting (median |ln(accounting / median)| 0.201):
+what is left is how each publisher counts chip-hours, not the planner.
+
+MLPerf rows (21, minutes to train, benchmark timing: no whole-run accounting): median |ln| 0.143 in-sample, 0.324
+with each family held out; before goodput depended on the timing basis they were predicted with the whole-run
+accounting (0.79): median 0.270, e.g. GB200 405B on 512 GPUs 133 min vs 106 measured (now 105).
 """
 
 import math
@@ -17,6 +22,8 @@ from workbook.training import validation
 
 MEDIAN_GUARD = 0.22  # regression guard just above today's 0.201; the 0.15 target is reported, not yet met
 BEYOND_TWO_X_GUARD = 0
+BENCHMARK_MEDIAN_GUARD = 0.18  # MLPerf rows in minutes, in-sample: 0.143 today
+FACTOR_TWO = math.log(2)
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +115,25 @@ def test_runs_without_a_published_chip_count_state_the_assumption(backtest):
     assert unpublished.height > 0 and (unpublished["chips_basis"] != "published").all()
     assumed = unpublished.filter(pl.col("chips_basis").str.starts_with("assumed"))
     assert assumed.height > 0 and (assumed["chips_modelled"] == 16384).all()
+
+
+@pytest.fixture(scope="module")
+def benchmark(cat):
+    return validation.benchmark_backtest(cat)
+
+
+def test_every_mlperf_row_is_predicted_in_minutes_with_benchmark_timing(cat, benchmark):
+    rows = validation.benchmark_runs(cat)
+    assert benchmark.height == rows.height >= 15 and set(benchmark["run_id"]) == set(rows["run_id"])
+    assert benchmark["predicted_minutes"].is_not_null().all()
+    # Benchmark timing carries no whole-run accounting: GB200 405B on 512 GPUs is 106 min measured (was 134 predicted)
+    gb200 = benchmark.filter(pl.col("run_id") == "mlperf50-nv-512gb200-llama31-405b").row(0, named=True)
+    assert gb200["predicted_minutes"] == pytest.approx(gb200["measured_minutes"], rel=0.1)
+    assert benchmark["abs_error"].median() <= BENCHMARK_MEDIAN_GUARD
+    assert benchmark["abs_error"].max() < FACTOR_TWO
+
+
+def test_mlperf_rows_held_out_by_family_are_predicted_once(cat):
+    held = validation.benchmark_held_out(cat)
+    assert held.height == validation.benchmark_runs(cat).height and held["run_id"].is_unique().all()
+    assert held["abs_error"].max() < FACTOR_TWO

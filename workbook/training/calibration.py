@@ -14,16 +14,19 @@ Method (simple on purpose, no per-run knobs; calibration and prediction call the
 3. **FP8 speed-up per chip family** = median over paired runs (same chip, model and chip count in BF16
    and FP8) of the FP8 / BF16 throughput ratio; families without pairs take the median of all pairs; chips
    whose FP8 peak is no higher than their BF16 peak (TPU v5p, v6e: no FP8 matmuls) get no speed-up. The FP8
-   efficiency is the BF16 one x speed-up x BF16 peak / FP8 peak. INT8 training has no paired runs: BF16 rate.
+   efficiency is the BF16 one x speed-up x BF16 peak / FP8 peak. INT8 training has no paired runs: BF16 rate,
+   and only on chips with a production INT8 training stack (``INT8_TRAINING_KINDS``); elsewhere no INT8 row.
 4. **Mixture of experts**: base efficiency is fitted on dense models only; an MoE run reaches a fraction of
    it (all-to-all imbalance, small expert GEMMs) = median over MoE points of their efficiency / the dense
    base of the same chip. MFU counts active parameters.
 5. **Chips with neither runs nor a proxy** (e.g. a chip a user adds) get the median base of all
    calibrated chips, with the min..max of those bases as its range.
-6. **Goodput** (end-to-end share of a real run vs the planned benchmark rate: evaluation, checkpoints,
-   stragglers, less tuned production configs) = interruptions at the run's chip count
-   (``throughput.interruption_goodput``, from Llama 3's failure statistics) x a base = median over full runs
-   of planned chip-hours / (reported chip-hours x interruption goodput); range = interquartile.
+6. **Goodput** = accounting x interruptions (``throughput.goodput``). Interruptions come from Llama 3's failure
+   statistics at the run's chip count and length (its planned days at the benchmark rate); the accounting
+   (end-to-end share of a whole run vs the planned benchmark rate: evaluation, checkpoints, stragglers, less
+   tuned production configs, how the publisher counts chip-hours) is fitted on full runs only = median of
+   planned chip-hours / (reported chip-hours x interruption goodput); range = interquartile. MLPerf rows are
+   benchmark timing (``run_start`` to ``run_stop``): accounting 1, their own interruptions only.
 """
 
 from __future__ import annotations
@@ -34,9 +37,8 @@ import polars as pl
 
 from workbook.catalog import Catalog
 from workbook.catalog.schemas import PRECISIONS
-from workbook.model import flops, parallelism, sizing
+from workbook.model import flops, parallelism, sizing, throughput
 from workbook.model.spec import ModelSpec
-from workbook.model.throughput import interruption_goodput
 from workbook.model.units import PEAK_COLUMN, SECONDS_PER_DAY
 from workbook.training.scenario import Assumptions, default_global_batch_tokens
 
@@ -44,6 +46,10 @@ SINGLE_POINT_SPREAD = 0.15
 # Where a base efficiency comes from: published runs of the chip, a documented proxy chip, the median of all chips,
 # or the chip's BF16 base x the family's paired-run FP8 speed-up. Column ``basis_kind`` of ``Calibration.mfu``.
 BASIS_KIND = pl.Enum(["measured", "proxy", "fallback", "derived"])
+# INT8 *training* has a production stack only on TPUs (AQT: MLPerf Training v3.1-v4.1 GPT-3 on TPU v5e/v5p/v6e,
+# mlcommons/training_results_v3.1-v4.1, Google); no GPU, AMD or Trainium INT8 training stack is published, so those
+# chips get no INT8 efficiency (the training rule ``no_training_stack`` refuses INT8 there with its reason).
+INT8_TRAINING_KINDS = ("tpu",)
 EFFICIENCY_ITERATIONS = 6  # fixed point: the layout depends on the efficiency, the efficiency on the layout
 _DEFAULTS = Assumptions()
 PLAN_SETTINGS = {
@@ -140,8 +146,11 @@ def benchmark_points(catalog: Catalog) -> pl.DataFrame:
         | pl.col("reported_tokens_per_s_per_chip").is_not_null()
         | (mlperf & pl.col("reported_days").is_not_null() & pl.col("chips").is_not_null())
     )
-    # MLPerf time-to-train: tokens / (minutes x chips), end to end (evaluation included, so slightly below steady state)
-    timed = pl.col("tokens") / (pl.col("reported_days") * SECONDS_PER_DAY * pl.col("chips"))
+    # MLPerf time-to-train: tokens / (minutes x chips), end to end (evaluation included, so slightly below steady
+    # state), over the share of the run not lost to interruptions (benchmark timing: no accounting overhead)
+    days, chips = pl.col("reported_days"), pl.col("chips").cast(pl.Float64)
+    benchmark = throughput.goodput(chips, days, throughput.BENCHMARK_ACCOUNTING)
+    timed = pl.col("tokens") / (days * benchmark * SECONDS_PER_DAY * chips)
     tokens_per_s = pl.coalesce(pl.col("reported_tokens_per_s_per_chip"), pl.when(mlperf).then(timed))
     frame = runs_frame(catalog, runs).with_columns(
         pl.coalesce(
@@ -302,7 +311,7 @@ def _with_fallback(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
 
 def _low_precision(bf16: pl.DataFrame, accelerators: pl.DataFrame, speedup: pl.DataFrame) -> pl.DataFrame:
     """FP8 and INT8 efficiency (against their own peaks) from the BF16 base and the family's speed-up."""
-    acc = accelerators.select("accelerator_id", "family", *PEAK_COLUMN.values())
+    acc = accelerators.select("accelerator_id", "family", "kind", *PEAK_COLUMN.values())
     rows = []
     for precision in PRECISIONS[1:]:
         column = PEAK_COLUMN[precision]
@@ -319,6 +328,7 @@ def _low_precision(bf16: pl.DataFrame, accelerators: pl.DataFrame, speedup: pl.D
                 .otherwise(pl.format("FP8 {}x the BF16 rate ({})", pl.col("speedup").round(2), pl.col("basis_speedup")))
             )
         else:
+            frame = frame.filter(pl.col("kind").is_in(INT8_TRAINING_KINDS))
             gain = pl.lit(1.0)
             why = pl.lit("no paired INT8 training runs: BF16 rate")
         scale = gain * pl.col("bf16_flops_per_s") / pl.col(column)
@@ -357,12 +367,14 @@ def _goodput(catalog: Catalog, mfu: pl.DataFrame, moe_efficiency: float) -> pl.D
     )
     planned = parallelism.plan(frame, "chips_planned", "efficiency", PLAN_SETTINGS)
     rate = pl.col("mfu_planned") * pl.col("peak_flops_per_s")
+    chips = pl.col("chips_planned").cast(pl.Float64)
+    total = pl.col("flops_per_token") * pl.col("tokens")
     return (
         planned.with_columns(
-            (pl.col("flops_per_token") * pl.col("tokens") / rate / 3600).alias(
-                "predicted_chip_hours_at_benchmark_rate"
+            (total / rate / 3600).alias("predicted_chip_hours_at_benchmark_rate"),
+            throughput.interruption_goodput(chips, throughput.work_days(total, chips, rate)).alias(
+                "interruption_goodput"
             ),
-            interruption_goodput(pl.col("chips_planned").cast(pl.Float64)).alias("interruption_goodput"),
         )
         .with_columns(
             (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 import polars as pl
 
@@ -22,8 +23,9 @@ from workbook.training import rules
 from workbook.training.scenario import PLATFORMS, Scenario, default_global_batch_tokens
 
 SWITCH_SUPPORT = ("limited", "unsupported")  # below "supported" the team moves to the native stack
-SCALE_ITERATIONS = 4  # fixed-point iterations: chips depend on the layout, the layout on chips
-CONVERGED = 1e-3  # relative change of the chip count below which a row's fixed point has settled
+SCALE_ITERATIONS = 8  # most plans per row while sizing: chips depend on the layout, the layout on chips
+BOUND_TOLERANCE = 1e-9  # in ln(chips): a count this close to a bound of the search sits on it
+CONVERGED = 1e-3  # relative gap between the chips needed and the chips planned below which a row has settled
 BAND = ("", "_low", "_high")
 MIN_TRAIN_WINDOW_DAYS = 1.0  # sizing floor when porting eats the whole window (the deadline rule then says so)
 MAX_SIZED_CHIPS = 1e9  # far beyond any documented job (the largest in data/accelerators.csv is 500,000)
@@ -92,12 +94,13 @@ def _efficiency(s: Scenario, cal: calibration_mod.Calibration, suffix: str) -> p
     )
 
 
-def _goodput(s: Scenario, cal: calibration_mod.Calibration, suffix: str, chips: pl.Expr) -> pl.Expr:
-    """Share of wall-clock time that trains: calibrated base x interruptions at this chip count."""
+def _goodput(s: Scenario, cal: calibration_mod.Calibration, suffix: str, chips: pl.Expr, rate: pl.Expr) -> pl.Expr:
+    """Share of wall-clock time that trains: calibrated accounting x interruptions at this chip count over this
+    many days of training (``rate``: achieved FLOPs/s per chip)."""
     if s.assumptions.goodput_override is not None:
         return pl.lit(s.assumptions.goodput_override)
     base = {"": cal.goodput, "_low": cal.goodput_low, "_high": cal.goodput_high}[suffix]
-    return base * throughput.interruption_goodput(chips)
+    return throughput.goodput(chips, throughput.work_days(pl.col("train_flops"), chips, rate), base)
 
 
 def _throughput(s: Scenario, suffix: str) -> pl.Expr:
@@ -240,10 +243,14 @@ def _accelerator_frame(
 def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.Series:
     """Chips per row: ``chips_given``, or the count that finishes the job in its target days.
 
-    The count is a fixed point: chips -> the layout planned at that count -> its rate -> the chips needed,
-    from the fewest that fit. A row stops once its count moves by less than ``CONVERGED`` (the plans of the
-    rest go on), after at most ``SCALE_ITERATIONS`` plans; then it is rounded up to whole nodes/slices that
-    the last planned layout also divides (degrees are powers of two).
+    The count solves need(n) = n, where need(n) is the chips that finish in the target at the rate (and goodput)
+    of the layout planned at n chips: a root of g(x) = ln need(e^x) - x, found by the secant method kept inside a
+    bracket (bisection when a step leaves it), between the fewest chips that fit and the most the global batch
+    allows. A plain fixed point n <- need(n) converges slowly, or not at all, where communication makes the
+    per-chip rate fall almost as fast as chips are added. A row stops once need and n agree within ``CONVERGED``
+    or it sits at a bound (then it is sized at that bound), after at most ``SCALE_ITERATIONS`` plans, with the
+    smallest count seen to finish in time where it has not converged; then it is rounded up to whole nodes/slices
+    that the last planned layout also divides (degrees are powers of two), or down if that passes the batch.
     """
     # Spot runs lose time to preemptions, so they aim for a shorter uninterrupted time.
     target = pl.col("target_days") / cost.wall_hours_with_preemption(
@@ -251,30 +258,65 @@ def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibrat
     )
     settings = _plan_settings(s)
     floor = pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64)
+    batch = pl.col("max_chips_for_batch").cast(pl.Float64)
+    cap = pl.max_horizontal(floor, pl.min_horizontal(batch, pl.col("chips_limit"), pl.lit(MAX_SIZED_CHIPS)))
     needs = [*parallelism.INPUT_COLUMNS, *(f"efficiency{b}" for b in BAND), "train_flops", "target_days"]
     rows = frame.with_row_index("_i")
     work = (
         rows.filter(pl.col("chips_given").is_null())
-        .select("_i", *needs, "pricing_model", "min_chips_to_fit", "block_chips")
-        .with_columns(chips=floor)
+        .select("_i", *needs, "pricing_model", "min_chips_to_fit", "max_chips_for_batch", "chips_limit", "block_chips")
+        .with_columns(chips=floor, _lo=floor, _hi=cap, _enough=pl.lit(None, pl.Float64))
+        .with_columns(_x_prev=pl.lit(None, pl.Float64), _g_prev=pl.lit(None, pl.Float64))
     )
     if work.height == 0:
         return frame["chips_given"]
+    x, lo, hi = pl.col("chips").log(), pl.col("_lo").log(), pl.col("_hi").log()
+    g = pl.col("_g")
     settled = []
     for i in range(SCALE_ITERATIONS):
         planned = parallelism.plan(work, "chips", "efficiency", settings, exact=False)
         rate = _throughput(s, "").fill_null(pl.col("peak_flops_per_s") * pl.col("efficiency"))
-        need = sizing.chips_for_days(pl.col("train_flops"), target, rate, _goodput(s, cal, "", pl.col("chips")))
-        # Bounded so a hopeless option stays a number; the over_max_job rule reports it.
-        planned = planned.with_columns(_next=pl.max_horizontal(need, floor).clip(upper_bound=MAX_SIZED_CHIPS))
-        moving = ((pl.col("_next") / pl.col("chips") - 1).abs() >= CONVERGED) & (i < SCALE_ITERATIONS - 1)
-        settled.append(planned.filter(~moving))
-        work = planned.filter(moving).with_columns(chips=pl.col("_next")).select(work.columns)
+        need = sizing.chips_for_days(pl.col("train_flops"), target, rate, _goodput(s, cal, "", pl.col("chips"), rate))
+        planned = planned.with_columns(_g=need.log() - x)
+        converged = g.abs() < math.log1p(CONVERGED)
+        at_top = (g > 0) & (x >= hi - BOUND_TOLERANCE)  # needs more than the most allowed: the limits say so
+        at_floor = (g < 0) & (x <= lo + BOUND_TOLERANCE)  # the fewest chips that fit already finish in time
+        enough = pl.when(g <= 0).then(pl.min_horizontal("chips", "_enough")).otherwise(pl.col("_enough"))
+        planned = planned.with_columns(_enough=enough)
+        # the layout changes between two counts a hair apart: the smaller finishes in time, the other does not
+        tight = pl.col("_enough").is_not_null() & (pl.col("_enough").log() - lo < math.log1p(CONVERGED))
+        done = converged | at_top | at_floor | tight | pl.lit(i == SCALE_ITERATIONS - 1)
+        answer = (
+            pl.when(g <= 0)
+            .then(pl.col("chips"))
+            .when(converged | at_top | pl.col("_enough").is_null())
+            .then((x + g).exp())
+            .otherwise(pl.col("_enough"))
+        )
+        settled.append(planned.filter(done).with_columns(_next=answer))
+        secant = x - g * (x - pl.col("_x_prev")) / (g - pl.col("_g_prev"))
+        step = pl.coalesce(pl.when(g != pl.col("_g_prev")).then(secant), x + g)
+        bracketed = (
+            planned.filter(~done)
+            .with_columns(
+                _lo=pl.when(g > 0).then(pl.col("chips")).otherwise(pl.col("_lo")),
+                _hi=pl.when(g < 0).then(pl.col("chips")).otherwise(pl.col("_hi")),
+            )
+            .with_columns(_step=step)
+        )
+        inside = (pl.col("_step") > lo) & (pl.col("_step") < hi)
+        # Past the top of the bracket while nothing has yet been seen to finish in time: try the top itself.
+        to_top = (pl.col("_step") >= hi) & pl.col("_enough").is_null()
+        step = pl.when(inside).then(pl.col("_step")).when(to_top).then(hi).otherwise((lo + hi) / 2)
+        work = bracketed.with_columns(_x_prev=x, _g_prev=g, chips=step.exp()).select(work.columns)
         if work.height == 0:
             break
     model_parallel = pl.col("tensor_parallel") * pl.col("pipeline_parallel") * pl.col("context_parallel")
     block = pl.max_horizontal(pl.col("block_chips"), model_parallel.fill_null(1))
-    sized = pl.concat(settled).select("_i", chips=sizing.round_to_allowed(pl.col("_next"), block))
+    up = sizing.round_to_allowed(pl.col("_next"), block)
+    down = sizing.round_down_to_allowed(pl.col("max_chips_for_batch").cast(pl.Float64), block)
+    past_batch = up > pl.col("max_chips_for_batch")
+    sized = pl.concat(settled).select("_i", chips=pl.when(past_batch & (down > 0)).then(down).otherwise(up))
     return (
         rows.join(sized, on="_i", how="left", maintain_order="left")
         .select(pl.coalesce(pl.col("chips_given"), pl.col("chips")))
@@ -288,14 +330,15 @@ def _size(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) ->
     chips = pl.col("chips").cast(pl.Float64)
     columns = {}
     for band, rate_band, goodput_band in (("", "", ""), ("_low", "_high", "_high"), ("_high", "_low", "_low")):
+        rate = _throughput(s, rate_band)
         seconds = throughput.train_seconds(
-            pl.col("train_flops"), chips, _throughput(s, rate_band), _goodput(s, cal, goodput_band, chips)
+            pl.col("train_flops"), chips, rate, _goodput(s, cal, goodput_band, chips, rate)
         )
         columns[f"train_days{band}"] = seconds / SECONDS_PER_DAY
     frame = frame.with_columns(
         **columns,
         mfu=_throughput(s, "") / pl.col("peak_flops_per_s"),
-        goodput=_goodput(s, cal, "", chips),
+        goodput=_goodput(s, cal, "", chips, _throughput(s, "")),
         layout=parallelism.layout_words(),
     )
     return frame.with_columns(**{f"{name}_gb": pl.col(f"{name}_bytes") / 1e9 for name in memory.COMPONENTS})

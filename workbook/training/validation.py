@@ -18,7 +18,7 @@ import math
 import polars as pl
 
 from workbook.catalog import Catalog
-from workbook.model import flops
+from workbook.model import flops, throughput
 from workbook.present import count
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
@@ -81,12 +81,10 @@ def _exact_flops(runs: pl.DataFrame) -> pl.Series:
     return pl.Series(values, dtype=pl.Float64)
 
 
-def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None = None) -> pl.DataFrame:
-    """One row per full run: reported vs predicted chip-hours, band, error, and the naive baseline."""
-    cal = calibration or calibration_mod.fit(catalog)
-    runs = full_runs(catalog)
+def _predict(catalog: Catalog, cal: calibration_mod.Calibration, runs: pl.DataFrame, typical_days: float):
+    """Each run of ``runs`` through ``options.evaluate_full`` at its published (or assumed) chip count: run_id,
+    chips_modelled, layout, predicted_days and predicted chip-hours with their band."""
     parts = []
-    typical_days = float(runs["reported_days"].median())
     planned = calibration_mod.runs_frame(catalog, catalog.reference_runs.join(runs.select("run_id"), on="run_id"))
     planned = planned.select("run_id", "chips_planned", "global_batch_tokens").join(catalog.reference_runs, on="run_id")
     for (precision, framework), group in planned.group_by("precision", "framework", maintain_order=True):
@@ -109,7 +107,7 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
                 how="semi",
             ).unique("sweep", keep="first", maintain_order=True)
         )
-    predicted = pl.concat(parts).select(
+    return pl.concat(parts).select(
         pl.col("sweep").alias("run_id"),
         pl.col("chips").alias("chips_modelled"),
         "layout",
@@ -119,6 +117,14 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
             for b in options.BAND
         ),
     )
+
+
+def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None = None) -> pl.DataFrame:
+    """One row per full run: reported vs predicted chip-hours, band, error, and the naive baseline."""
+    cal = calibration or calibration_mod.fit(catalog)
+    runs = full_runs(catalog)
+    typical_days = float(runs["reported_days"].median())
+    predicted = _predict(catalog, cal, runs, typical_days)
     naive = (
         flops.FMA_FLOPS
         * flops.MATMUL_PASSES
@@ -183,6 +189,51 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
         )
         .sort("abs_error")
     )
+
+
+def benchmark_runs(catalog: Catalog) -> pl.DataFrame:
+    """MLPerf Training rows with a chip count and a time to train, joined to their accelerator's family."""
+    return catalog.reference_runs.filter(
+        (pl.col("kind_of_run") == "mlperf") & pl.col("chips").is_not_null() & pl.col("reported_days").is_not_null()
+    ).join(catalog.accelerators.select("accelerator_id", "family"), on="accelerator_id")
+
+
+def benchmark_backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None = None) -> pl.DataFrame:
+    """One row per MLPerf row: measured vs predicted minutes to train, through the same pipeline as a full run but
+    with benchmark timing (``run_start`` to ``run_stop``: no accounting overhead, only the run's own interruptions).
+    In-sample: these rows also calibrate the kernel efficiency (see :func:`benchmark_held_out`)."""
+    cal = calibration or calibration_mod.fit(catalog)
+    benchmark = throughput.BENCHMARK_ACCOUNTING
+    timing = dataclasses.replace(cal, goodput=benchmark, goodput_low=benchmark, goodput_high=benchmark)
+    runs = benchmark_runs(catalog)
+    predicted = _predict(catalog, timing, runs, float(runs["reported_days"].median()))
+    minutes = 24 * 60
+    return (
+        runs.join(predicted, on="run_id")
+        .select(
+            "run_id",
+            "accelerator_id",
+            "family",
+            "precision",
+            "chips",
+            "layout",
+            (pl.col("reported_days") * minutes).alias("measured_minutes"),
+            (pl.col("predicted_days") * minutes).alias("predicted_minutes"),
+        )
+        .with_columns(error=(pl.col("predicted_minutes") / pl.col("measured_minutes")).log())
+        .with_columns(abs_error=pl.col("error").abs())
+        .sort("run_id")
+    )
+
+
+def benchmark_held_out(catalog: Catalog) -> pl.DataFrame:
+    """:func:`benchmark_backtest` rows, each predicted by a calibration fitted without any run of its family."""
+    families = benchmark_runs(catalog)["family"].unique().sort().to_list()
+    parts = [
+        benchmark_backtest(catalog, calibration_mod.fit(without_family(catalog, f))).filter(pl.col("family") == f)
+        for f in families
+    ]
+    return pl.concat(parts).sort("run_id")
 
 
 @dataclasses.dataclass(frozen=True)
