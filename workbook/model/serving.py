@@ -31,6 +31,7 @@ BYTES_PER_ELEMENT = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 KV_TENSORS = 2  # keys and values
 ALLREDUCES_PER_LAYER = 2  # Megatron tensor parallel: one after attention, one after the MLP
 ACTIVATION_BYTES = 2.0  # all-reduced activations travel in BF16
+LINK_DIRECTIONS = 2  # link figures are bidirectional totals; a ring all-reduce sends in one direction
 
 
 def _maximum(a, b):
@@ -75,10 +76,11 @@ def decode_step_seconds(
 
 
 def allreduce_seconds_per_token(n_layers, hidden_dim, chips, link_bytes_per_s):
-    """Tensor-parallel communication per token: 2 ring all-reduces per layer of hidden x 2 bytes, each moving
-    2 (t-1)/t of the message over the chip's link (NVLink, ICI, or PCIe for L4/L40S/A10G cards)."""
+    """Tensor-parallel communication per token: 2 ring all-reduces per layer of hidden x 2 bytes, each sending
+    2 (t-1)/t of the message over the chip's link (NVLink, ICI, or PCIe for L4/L40S/A10G cards). The accelerator
+    table's link figure is bidirectional (as in :mod:`workbook.model.parallelism`): a ring sends one way, at half."""
     ring = 2 * (chips - 1) / chips
-    return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / link_bytes_per_s
+    return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / (link_bytes_per_s / LINK_DIRECTIONS)
 
 
 def request_seconds(active_params, prompt_tokens, output_tokens, chips, peak, eta_c, comm_per_token):
