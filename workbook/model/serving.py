@@ -15,8 +15,10 @@
   **capacity = 1 / (max(decode, KV reads) + prefill)** requests/s. Time per output token = step.
   (Weight streaming is not overlapped with the work: conservative; the calibrated efficiencies absorb it.)
 * Sequences in flight (Little's law): B = lambda x O x step; their KV cache must fit next to the weights.
-* Time to first token = the prompt's prefill + one step, plus the wait for a step with room for it, an M/D/1
-  queue on steps: step x rho / (2 (1 - rho)).
+* Time to first token = the rest of the running step (half a step on average) + the prompt's prefill + the step
+  that emits the first token, plus the wait for a free sequence slot: the replica holds at most S sequences
+  (memory, or the server's batch limit) and each holds its slot for O steps, an M/M/c queue with c = S servers
+  (Sakasegawa's approximation; negligible until the slots are nearly all taken).
 For a mixture of experts the weights read per step grow from the active to the total parameters as the batch
 touches more experts: min(total, active x B).
 """
@@ -109,6 +111,14 @@ def sequences_in_flight(requests_per_s, output_tokens, step_s):
     return requests_per_s * output_tokens * step_s
 
 
-def ttft_seconds(prefill_s, step_s, load_fraction):
-    """Prefill of the prompt + one step + the M/D/1 wait for a step with room: step x rho / (2 (1 - rho))."""
-    return prefill_s + step_s * (1 + load_fraction / (2 * (1 - load_fraction)))
+def slot_wait_seconds(sequences, max_sequences, hold_s):
+    """Mean wait for a free sequence slot: M/M/c with c = ``max_sequences`` slots each held ``hold_s``, at
+    ``sequences`` slots busy (u = busy / c). Sakasegawa (1977): Wq = hold x u^(sqrt(2 (c + 1)) - 1) / (c (1 - u))."""
+    u = sequences / max_sequences
+    return hold_s * u ** ((2 * (max_sequences + 1)) ** 0.5 - 1) / (max_sequences * (1 - u))
+
+
+def ttft_seconds(prefill_s, step_s, slot_wait_s):
+    """Rest of the running step (step / 2) + the prompt's prefill + the step emitting the first token + the wait
+    for a free slot."""
+    return step_s / 2 + prefill_s + step_s + slot_wait_s
