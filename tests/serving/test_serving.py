@@ -201,6 +201,15 @@ def test_cli_serve_contract(cli):
     assert result["tpot_ms"] <= 50 and result["ttft_ms"] <= 2000
 
 
+def test_cli_compare_serve_defaults_to_on_demand(cli):
+    out = cli("compare", "--mode", "serve", "--params", "8e9", "--rps", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    options = json.loads(out.stdout)["options"]
+    assert options and {o["pricing_model"] for o in options} == {"on-demand"}
+    spot = json.loads(cli("compare", "--mode", "serve", "--params", "8e9", "--pricing", "spot", "--json").stdout)
+    assert any("preempted" in w for w in spot["recommendation"]["warnings"])
+
+
 @pytest.mark.parametrize(
     "args, flag",
     [
