@@ -176,7 +176,8 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool 
     p.add_argument(
         "--pricing",
         choices=PRICING_MODELS,
-        help="one pricing model (default: every one; the cheapest that can run wins)",
+        help="one pricing model (default: every one for training, the cheapest that can run wins; on-demand for "
+        "serving: spot preemptions break a latency target)",
     )
     p.add_argument("--cloud", help="only this cloud (e.g. gcp, aws)")
     low, high = MFU_OVERRIDE_RANGE
@@ -344,7 +345,7 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
             tokens_per_day=args.tokens_per_day,
             ttft_ms=args.ttft_ms,
             tpot_ms=args.tpot_ms,
-            pricing=(args.pricing,) if args.pricing else PRICING_MODELS,
+            pricing=(args.pricing,) if args.pricing else serving.DEFAULT_SERVE_PRICING,
             accelerators=(args.accelerator,) if getattr(args, "accelerator", None) else (),
             clouds=(args.cloud,) if args.cloud else (),
             headroom=args.headroom,

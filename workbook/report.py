@@ -130,10 +130,51 @@ def _ruled_out(rec: Recommendation) -> str:
     return f"<p class='wb-small'>{html.escape(shown + more)}.</p>"
 
 
+def _latency(best: dict, scenario) -> str:
+    parts = []
+    for label, value, target in (
+        ("first token", best["ttft_ms"], scenario.ttft_ms),
+        ("per token", best["tpot_ms"], scenario.tpot_ms),
+    ):
+        parts.append(f"{label} {value:,.0f} ms" + (f" (target {target:,.0f} ms)" if target is not None else ""))
+    return "Latency at this load: " + ", ".join(parts)
+
+
+def _month_range(best: dict) -> str:
+    low, high = usd(best["usd_per_month_low"]), usd(best["usd_per_month_high"])
+    return f"range {low} to {high}" if low != high else "one price quote: no range"
+
+
+def serving_lines(serving) -> list[str]:
+    """The serving answer in words: the pick, replicas x chips, monthly cost with its range, the price per million
+    output tokens, the load against the headroom target, latency against the targets, runners-up, warnings."""
+    best = serving.best
+    if best is None:
+        return [*serving.reasons]
+    replicas = count(best["replicas"], "independent replica")
+    lines = [
+        f"{replicas} x {count(best['chips_per_replica'], 'chip')} = {count(best['chips'], 'chip')} with "
+        f"{best['stack_name']}; {present.per_million_tokens(best['usd_per_million_tokens'])}.",
+        f"{usd(best['usd_per_month'])} a month ({_month_range(best)}, {best['pricing_model']} prices).",
+        f"Each replica runs at {best['utilisation']:.0%} of what it sustains within the targets (headroom target "
+        f"{best['headroom']:.0%}). {_latency(best, serving.scenario)}.",
+    ]
+    if serving.runners_up:
+        lines.append(
+            "Runners-up: "
+            + "; ".join(
+                f"{o['name']} ({o['cloud']}, {present.per_million_tokens(o['usd_per_million_tokens'])})"
+                for o in serving.runners_up
+            )
+            + "."
+        )
+    return [*serving.warnings, *lines]
+
+
 def _serving(serving) -> str:
     if serving is None:
         return ""
-    lines = present.items([*serving.warnings, *serving.reasons[:2]])
+    lines = present.items(serving_lines(serving), "wb-lines wb-small")
     return f"<h2>Serving</h2><p><b>{html.escape(serving.headline)}</b></p>{lines}"
 
 
@@ -165,8 +206,8 @@ def render(scenario: Scenario, catalog: catalog_mod.Catalog | None = None, link:
 <p>Confidence: {html.escape(confidence(rec))}. {html.escape(answer(rec))}</p>
 <p class="wb-small">{html.escape(_constraints(scenario))}</p></div>
 <div class="wb-brief-grid"><div><h2>Runners-up</h2>{runners}
-<h2>Ruled out ({rec.infeasible.height})</h2>{_ruled_out(rec)}{_serving(serving)}</div>
-<div class="wb-brief-chart">{chart}</div></div>
+<h2>Ruled out ({rec.infeasible.height})</h2>{_ruled_out(rec)}</div>
+<div><div class="wb-brief-chart">{chart}</div>{_serving(serving)}</div></div>
 <h2>Assumptions</h2>{present.items(assumptions(scenario, cal), "wb-lines wb-small")}
 <p class="wb-footnote">Data as of: prices {cat.prices_as_of:%Y-%m-%d} (newest row; most list prices about 2025-05),
 accelerator specs {cat.accelerators["as_of"].max():%Y-%m-%d}; MFU and goodput calibrated on

@@ -1,16 +1,17 @@
 """Scenario links, exports and the report; the link and the offline report are also checked in Chromium."""
 
 import base64
+import html
 import re
 
 import polars as pl
 import pytest
 
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
-from workbook import report
+from workbook import report, serving
 from workbook.app import views
 from workbook.app.shell import Dashboard
-from workbook.present import days, usd
+from workbook.present import days, per_million_tokens, usd
 from workbook.training.scenario import ModelSpec, Scenario
 
 # A value other than the default for every control of both tabs (each must differ, or the test proves nothing).
@@ -160,6 +161,15 @@ def scenario():
     return Scenario(model=ModelSpec.from_params(13e9), tokens=260e9, days=20, pricing=("on-demand",))
 
 
+@pytest.fixture(scope="module")
+def served():
+    """The Serve tab's answer for 70B FP8 at 100 requests/s (several replicas, runners-up)."""
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(70e9), weight_precision="fp8", kv_precision="fp8", requests_per_s=100
+    )
+    return serving.recommend_serving(serving.evaluate_serving(s), s)
+
+
 def test_report_is_a_self_contained_brief(scenario):
     text = report.render(scenario, link="?params_b=13&mode=train")
     assert text.startswith("<!doctype html>") and text.count("<svg") == 1
@@ -167,6 +177,25 @@ def test_report_is_a_self_contained_brief(scenario):
     for part in ("Confidence:", "Runners-up", "Ruled out", "MWh", "t CO2e", "Data as of", "?params_b=13", "Where"):
         assert part in text, part
     assert "mfu_override =" not in text and "framework_overhead_bytes" not in text  # words, not code names
+
+
+def test_brief_includes_the_serving_answer(scenario, served):
+    assert report.render(scenario).count("<h2>Serving</h2>") == 0  # only once the Serve tab was used
+    text = report.render(scenario, serving=served)
+    best = served.best
+    assert best is not None and served.runners_up and best["replicas"] > 1, "scenario no longer shows every part"
+    for part in (
+        "<h2>Serving</h2>",
+        html.escape(served.headline),
+        f"{best['replicas']:,} independent replicas x {best['chips_per_replica']} chip",
+        f"{usd(best['usd_per_month'])} a month (",
+        per_million_tokens(best["usd_per_million_tokens"]),
+        f"runs at {best['utilisation']:.0%} of what it sustains within the targets (headroom target 75%)",
+        f"per token {best['tpot_ms']:,.0f} ms (target 50 ms)",
+        f"first token {best['ttft_ms']:,.0f} ms (target 2,000 ms)",
+        f"Runners-up: {served.runners_up[0]['name']}",
+    ):
+        assert part in text, part
 
 
 def test_brief_shows_region_commitment_bill_and_porting():
@@ -209,11 +238,11 @@ def needs_browser(test):
 
 
 @needs_browser
-def test_brief_renders_offline_and_prints_on_one_page(scenario, tmp_path):
+def test_brief_renders_offline_and_prints_on_one_page(scenario, served, tmp_path):
     from playwright.sync_api import sync_playwright
 
     path = tmp_path / "brief.html"
-    path.write_text(report.render(scenario, link="?params_b=13&mode=train"))
+    path.write_text(report.render(scenario, link="?params_b=13&mode=train", serving=served))
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page()
@@ -221,6 +250,7 @@ def test_brief_renders_offline_and_prints_on_one_page(scenario, tmp_path):
         page.on("request", lambda r: requests.append(r.url))
         page.goto(path.as_uri())
         assert page.locator("svg").count() == 1 and "Runners-up" in page.inner_text("body")
+        assert "independent replica" in page.inner_text("body")  # the serving answer is on the page
         for paper in ("A4", "Letter"):
             pdf = page.pdf(format=paper, print_background=True)
             assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == 1, paper

@@ -55,3 +55,21 @@ def test_no_feasible_option_says_why():
     s = serving.ServeScenario(model=ModelSpec.from_params(70e9), tpot_ms=0.5, accelerators=("l4", "h100-sxm"))
     rec = serving.recommend_serving(serving.evaluate_serving(s), s)
     assert rec.best is None and rec.infeasible.height == 2 and "No option" in rec.reasons[0]
+
+
+@pytest.mark.parametrize("rps, words", [(0.5, "1 independent replica of"), (200, "independent replicas of")])
+def test_replicas_are_counted_in_plain_words(rps, words):
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(8e9), requests_per_s=rps, accelerators=("h100-sxm",), tpot_ms=100
+    )
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    assert rec.best is not None and (rec.best["replicas"] == 1) == (rps < 1)
+    assert words in rec.reasons[0] and "replica(s)" not in rec.reasons[0]
+
+
+def test_spot_is_not_a_serving_default_and_says_why_when_picked():
+    assert serving.ServeScenario(model=ModelSpec.from_params(8e9)).pricing == ("on-demand",)
+    s = serving.ServeScenario(model=ModelSpec.from_params(8e9), pricing=("spot",), accelerators=("h100-sxm",))
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    assert rec.best is not None and rec.best["pricing_model"] == "spot"
+    assert any("preempted replica breaks the latency target" in w for w in rec.warnings)

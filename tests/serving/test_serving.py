@@ -83,9 +83,12 @@ def test_mi300x_vs_h200_llama2_70b_fp8_matches_mlperf_within_25_percent(cat):
 
 
 def test_prefill_interference_and_queueing_raise_latency_with_load():
-    low = sv.ttft_seconds(0.05, sv.step_seconds(0.02, 0.2), 0.2)
-    high = sv.ttft_seconds(0.05, sv.step_seconds(0.02, 0.8), 0.8)
+    low = sv.ttft_seconds(0.05, sv.step_seconds(0.02, 0.2), 0.0)
+    high = sv.ttft_seconds(0.05, sv.step_seconds(0.02, 0.8), 0.0)
     assert sv.step_seconds(0.02, 0.8) == pytest.approx(0.1) and high > low > 0.07
+    assert high == pytest.approx(0.1 / 2 + 0.05 + 0.1)  # rest of the running step + prefill + one step
+    # the wait for a free sequence slot: negligible with slots to spare, long when nearly all are taken
+    assert sv.slot_wait_seconds(500, 1000, 30.0) < 1e-6 < 1.0 < sv.slot_wait_seconds(995, 1000, 30.0)
     # capacity: the slower of decode FLOPs and KV reads, plus prefill
     assert sv.capacity_requests_per_s(0.1, 0.2, 0.3) == pytest.approx(1 / 0.4)
 
@@ -142,10 +145,18 @@ def test_validation_on_newest_fp8_bf16_results_held_out(cat):
     newest = validation.newest(result)
     assert {"mlperf50-h200x8-llama2-70b-offline", "mlperf51-mi300x8-llama2-70b-offline"} <= set(newest["run_id"])
     assert newest.height >= 5 and newest["predicted_value"].is_not_null().all()
-    # Measured when written (each result predicted without its own system): median 0.054, worst 0.351
-    # (vLLM on 4 L40S over PCIe, the only vLLM-on-CUDA throughput: predicted from the other stacks).
+    # Measured when written (each result predicted without its own system): median 0.062, worst 0.152 (MI300X
+    # v5.1 offline); vLLM on 4 L40S over PCIe 0.095 once the all-reduce runs at the link's one-way speed.
     assert newest["abs_error"].median() <= validation.TARGET_THROUGHPUT_MEDIAN
-    assert newest["abs_error"].max() <= 0.36
+    assert newest["abs_error"].max() <= validation.TARGET_THROUGHPUT_WORST
+
+
+def test_server_latency_per_round_at_mlperf_limits(cat):
+    latency = validation.server_latency(validation.validate(cat))
+    assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
+    # Measured when written: TPOT within 30% on both v5.0 results (-0.14, -0.00) and H100 v4.1; TTFT on 1 of 6.
+    v50_tpot = latency.filter((pl.col("round") == "MLPerf v5.0") & (pl.col("measure") == "tpot_ms"))
+    assert v50_tpot.height == 2 and v50_tpot["within_target"].all()
 
 
 def test_headroom_is_never_exceeded_and_replicas_are_not_capped():
@@ -188,6 +199,15 @@ def test_cli_serve_contract(cli):
     ):
         assert key in result
     assert result["tpot_ms"] <= 50 and result["ttft_ms"] <= 2000
+
+
+def test_cli_compare_serve_defaults_to_on_demand(cli):
+    out = cli("compare", "--mode", "serve", "--params", "8e9", "--rps", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    options = json.loads(out.stdout)["options"]
+    assert options and {o["pricing_model"] for o in options} == {"on-demand"}
+    spot = json.loads(cli("compare", "--mode", "serve", "--params", "8e9", "--pricing", "spot", "--json").stdout)
+    assert any("preempted" in w for w in spot["recommendation"]["warnings"])
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,10 @@
   **capacity = 1 / (max(decode, KV reads) + prefill)** requests/s. Time per output token = step.
   (Weight streaming is not overlapped with the work: conservative; the calibrated efficiencies absorb it.)
 * Sequences in flight (Little's law): B = lambda x O x step; their KV cache must fit next to the weights.
-* Time to first token = the prompt's prefill + one step, plus the wait for a step with room for it, an M/D/1
-  queue on steps: step x rho / (2 (1 - rho)).
+* Time to first token = the rest of the running step (half a step on average) + the prompt's prefill + the step
+  that emits the first token, plus the wait for a free sequence slot: the replica holds at most S sequences
+  (memory, or the server's batch limit) and each holds its slot for O steps, an M/M/c queue with c = S servers
+  (Sakasegawa's approximation; negligible until the slots are nearly all taken).
 For a mixture of experts the weights read per step grow from the active to the total parameters as the batch
 touches more experts: min(total, active x B).
 """
@@ -31,6 +33,7 @@ BYTES_PER_ELEMENT = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 KV_TENSORS = 2  # keys and values
 ALLREDUCES_PER_LAYER = 2  # Megatron tensor parallel: one after attention, one after the MLP
 ACTIVATION_BYTES = 2.0  # all-reduced activations travel in BF16
+LINK_DIRECTIONS = 2  # link figures are bidirectional totals; a ring all-reduce sends in one direction
 
 
 def _maximum(a, b):
@@ -75,10 +78,11 @@ def decode_step_seconds(
 
 
 def allreduce_seconds_per_token(n_layers, hidden_dim, chips, link_bytes_per_s):
-    """Tensor-parallel communication per token: 2 ring all-reduces per layer of hidden x 2 bytes, each moving
-    2 (t-1)/t of the message over the chip's link (NVLink, ICI, or PCIe for L4/L40S/A10G cards)."""
+    """Tensor-parallel communication per token: 2 ring all-reduces per layer of hidden x 2 bytes, each sending
+    2 (t-1)/t of the message over the chip's link (NVLink, ICI, or PCIe for L4/L40S/A10G cards). The accelerator
+    table's link figure is bidirectional (as in :mod:`workbook.model.parallelism`): a ring sends one way, at half."""
     ring = 2 * (chips - 1) / chips
-    return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / link_bytes_per_s
+    return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / (link_bytes_per_s / LINK_DIRECTIONS)
 
 
 def request_seconds(active_params, prompt_tokens, output_tokens, chips, peak, eta_c, comm_per_token):
@@ -107,6 +111,14 @@ def sequences_in_flight(requests_per_s, output_tokens, step_s):
     return requests_per_s * output_tokens * step_s
 
 
-def ttft_seconds(prefill_s, step_s, load_fraction):
-    """Prefill of the prompt + one step + the M/D/1 wait for a step with room: step x rho / (2 (1 - rho))."""
-    return prefill_s + step_s * (1 + load_fraction / (2 * (1 - load_fraction)))
+def slot_wait_seconds(sequences, max_sequences, hold_s):
+    """Mean wait for a free sequence slot: M/M/c with c = ``max_sequences`` slots each held ``hold_s``, at
+    ``sequences`` slots busy (u = busy / c). Sakasegawa (1977): Wq = hold x u^(sqrt(2 (c + 1)) - 1) / (c (1 - u))."""
+    u = sequences / max_sequences
+    return hold_s * u ** ((2 * (max_sequences + 1)) ** 0.5 - 1) / (max_sequences * (1 - u))
+
+
+def ttft_seconds(prefill_s, step_s, slot_wait_s):
+    """Rest of the running step (step / 2) + the prompt's prefill + the step emitting the first token + the wait
+    for a free slot."""
+    return step_s / 2 + prefill_s + step_s + slot_wait_s

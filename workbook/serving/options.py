@@ -39,8 +39,9 @@ def _why_not(s: ServeScenario) -> pl.Expr:
         pl.when(~pl.col("any_fits"))
         .then(
             pl.format(
-                "weights and one sequence's KV cache do not fit even in a replica of {} chips",
+                "weights and one sequence's KV cache do not fit even in a replica of {} chip{}",
                 pl.col("max_tensor_parallel"),
+                pl.when(pl.col("max_tensor_parallel") == 1).then(pl.lit("")).otherwise(pl.lit("s")),
             )
         )
         .when(~pl.col("any_tpot"))
@@ -152,6 +153,8 @@ SERVE_COLUMNS = [
     "usd_per_chip_hour",
     "usd_per_hour",
     "usd_per_month",
+    "usd_per_month_low",
+    "usd_per_month_high",
     "usd_per_million_tokens",
     "usd_per_million_tokens_low",
     "usd_per_million_tokens_high",
@@ -181,6 +184,8 @@ def evaluate_serving(
     frame = frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left").with_columns(
         usd_per_hour=pl.col("chips") * pl.col("usd_per_chip_hour"),
         usd_per_month=pl.col("chips") * pl.col("usd_per_chip_hour") * HOURS_PER_MONTH,
+        usd_per_month_low=pl.col("chips") * pl.col("usd_per_chip_hour_low") * HOURS_PER_MONTH,
+        usd_per_month_high=pl.col("chips") * pl.col("usd_per_chip_hour_high") * HOURS_PER_MONTH,
         usd_per_million_tokens=pl.col("chips") * pl.col("usd_per_chip_hour") / tokens_per_hour,
         usd_per_million_tokens_low=pl.col("chips") * pl.col("usd_per_chip_hour_low") / tokens_per_hour,
         usd_per_million_tokens_high=pl.col("chips") * pl.col("usd_per_chip_hour_high") / tokens_per_hour,

@@ -48,8 +48,12 @@ def _replicas(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float
 
 
 def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float) -> float:
-    """The model's figure for ``run``'s measure: system tokens/s at the highest load within the limits (offline:
-    memory only), or mean TTFT / TPOT (ms) at the published load, on the configuration with the most throughput."""
+    """The model's figure for ``run``'s measure on the configuration with the most throughput: system tokens/s at
+    the highest load within the limits (offline: memory only); mean TTFT / TPOT (ms) of a lone request (latency
+    scenario) or, for a server result, at that same highest load within the server's limits. A server result's
+    load is, by MLPerf's rules, the most its system sustained within the limits: its counterpart is the model's own
+    most, not the same requests/s (near saturation TPOT ~ 1 / (1 - load), so a 10% capacity error read at the
+    published requests/s would swing the latency several-fold; the throughput rows carry that error)."""
     s = scenario(run)
     reps = _replicas(accelerators, run, eta_bw, eta_c, moe)
     if reps.height == 0:
@@ -71,13 +75,8 @@ def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, 
         return math.nan
     if run["measure"] == "tokens_per_s":
         return best["tokens_per_s"].item()
-    replicas_in_system = run["chips"] / best["tensor_parallel"].item()
-    load = run["load_tokens_per_s"] or 0.0  # no load given: a lone request (batch-1 latency)
-    rho = load / s.output_tokens / replicas_in_system / best["capacity_rps"].item()
-    if rho >= 1:
-        return math.nan
-    point = replica.at_load(best, s, pl.lit(rho))
-    return point[run["measure"]].item()
+    rho = pl.col("max_load_fraction") if run["scenario"] == "server" else pl.lit(0.0)
+    return replica.at_load(best, s, rho)[run["measure"]].item()
 
 
 def fit_compute_efficiency(

@@ -14,6 +14,7 @@ import dataclasses
 import polars as pl
 
 from workbook.present import count, per_million_tokens, price_basis, usd
+from workbook.serving.scenario import SPOT_WARNING
 
 EDGE_FRACTION = 0.9  # a latency at 90%+ of its target is "at the edge"
 
@@ -30,16 +31,16 @@ class ServingRecommendation:
     headline: str
     headroom: float | None
     usd_per_month: float | None
+    scenario: object = None  # the ServeScenario answered (its latency targets), for the brief
 
 
 def _replica_line(o: dict) -> str:
-    chips = f"{o['chips_per_replica']} chip{'s' if o['chips_per_replica'] > 1 else ''}"
     link = " (tensor parallel over PCIe: its slower all-reduces are included)" if o["over_pcie"] else ""
-    return f"{o['replicas']:,} independent replica(s) of {chips}{link}"
+    return f"{count(o['replicas'], 'independent replica')} of {count(o['chips_per_replica'], 'chip')}{link}"
 
 
 def _warnings(o: dict, scenario) -> list[str]:
-    out = []
+    out = [SPOT_WARNING] if o["pricing_model"] == "spot" else []
     if o["utilisation"] > o["headroom"] + 1e-9:
         out.append(
             f"Each replica runs at {o['utilisation']:.0%} of its capacity, above the {o['headroom']:.0%} headroom "
@@ -88,10 +89,13 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
             "No accelerator meets these targets",
             None,
             None,
+            scenario,
         )
     best, runners = ranked[0], ranked[1:3]
+    one = best["replicas"] == 1
     reasons = [
-        f"{_replica_line(best)} serve {scenario.output_tokens_per_s:,.0f} output tokens/s; each runs at "
+        f"{_replica_line(best)} {'serves' if one else 'serve'} {scenario.output_tokens_per_s:,.0f} output "
+        f"tokens/s; {'it runs' if one else 'each runs'} at "
         f"{best['utilisation']:.0%} of what it can sustain within your latency targets (headroom target "
         f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}).",
         f"At this load the first token takes {best['ttft_ms']:,.0f} ms and each further token "
@@ -118,5 +122,13 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"{usd(best['usd_per_month'])} a month"
     )
     return ServingRecommendation(
-        best, runners, blocked, reasons, _warnings(best, scenario), headline, best["headroom"], best["usd_per_month"]
+        best,
+        runners,
+        blocked,
+        reasons,
+        _warnings(best, scenario),
+        headline,
+        best["headroom"],
+        best["usd_per_month"],
+        scenario,
     )

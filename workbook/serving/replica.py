@@ -18,6 +18,7 @@ from workbook.serving.scenario import PEAK_FOR, ServeScenario
 
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
 LOAD_GRID = tuple(i / 100 for i in range(1, 100))  # rho, fraction of the replica's capacity
+SLOTS_FULL = 0.999  # busy slots are capped just below all of them, where the wait for one is finite
 
 
 def configs(accelerators: pl.DataFrame) -> pl.DataFrame:
@@ -53,7 +54,8 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float) -> pl
     kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, pl.col("eta_bw"))
     usable_bytes = pl.col("hbm_bytes") * s.assumptions.hbm_usable_fraction - s.assumptions.runtime_overhead_bytes
     weights_bytes = w_bytes * m.params / t
-    max_sequences = (usable_bytes - weights_bytes) * t / (kv_token * (s.prompt_tokens + s.output_tokens))
+    kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, live=True)  # paged KV cache
+    max_sequences = (usable_bytes - weights_bytes) * t / kv_sequence
     if s.max_batch is not None:
         max_sequences = pl.min_horizontal(max_sequences, pl.lit(float(s.max_batch)))
     return frame.with_columns(
@@ -64,7 +66,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float) -> pl
         weights_gb=weights_bytes / 1e9,
         overhead_gb=pl.lit(s.assumptions.runtime_overhead_bytes / 1e9),
         max_sequences=max_sequences,
-        kv_gb_per_sequence=kv_token * (s.prompt_tokens + s.output_tokens) / t / 1e9,
+        kv_gb_per_sequence=kv_sequence / t / 1e9,
         all_weights_s=weights_bytes / (bandwidth * pl.col("eta_bw")),
         active_weights_s=w_bytes * m.active_params / t / (bandwidth * pl.col("eta_bw")),
     )
@@ -78,11 +80,14 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataFrame
     weights_s = pl.min_horizontal(pl.col("active_weights_s") * first.clip(lower_bound=1), pl.col("all_weights_s"))
     step_s = sv.step_seconds(weights_s, rho)
     sequences = sv.sequences_in_flight(rps, s.output_tokens, step_s)
+    slots = pl.col("max_sequences").clip(lower_bound=1)
+    busy = pl.min_horizontal(sequences, slots * SLOTS_FULL)  # beyond: the replica does not fit (fits_in_memory)
+    slot_wait_s = sv.slot_wait_seconds(busy, slots, s.output_tokens * step_s)
     frame = frame.with_columns(
         load_fraction=rho,
         requests_per_s_per_replica=rps,
         tpot_ms=step_s * 1000,
-        ttft_ms=sv.ttft_seconds(pl.col("prefill_s"), step_s, rho) * 1000,
+        ttft_ms=sv.ttft_seconds(pl.col("prefill_s"), step_s, slot_wait_s) * 1000,
         sequences=sequences,
         kv_cache_gb=sequences * pl.col("kv_gb_per_sequence"),
         tokens_per_s_per_replica=rps * s.output_tokens,

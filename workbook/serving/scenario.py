@@ -30,6 +30,13 @@ class ServeAssumptions:
 
 
 WEIGHT_PRECISIONS = ("bf16", "fp8", "int8", "int4")
+# Serving prices on-demand unless the user picks otherwise: spot capacity can be reclaimed at any moment, and a
+# preempted replica breaks the latency target until a new one has loaded the model, so spot is never a default.
+DEFAULT_SERVE_PRICING = ("on-demand",)
+SPOT_WARNING = (
+    "Spot capacity can be reclaimed at any moment: a preempted replica breaks the latency target until a new one "
+    "has loaded the model. Keep on-demand or committed capacity for the base load."
+)
 STACK_CHOICES = ("best", "generic")
 # Replicas run at most this fraction of the load they could sustain within the latency targets: queues and
 # latency blow up near full load (TPOT ~ 1/(1 - load)) and traffic has peaks. 70-80% is the usual planning
@@ -62,7 +69,7 @@ class ServeScenario:
     ttft_ms: Optional[float] = 2000.0
     tpot_ms: Optional[float] = 50.0
     n_kv_heads: Optional[int] = None
-    pricing: tuple[str, ...] = ("on-demand",)
+    pricing: tuple[str, ...] = DEFAULT_SERVE_PRICING
     accelerators: tuple[str, ...] = ()
     clouds: tuple[str, ...] = ()
     efficiency_override: Optional[float] = None  # replaces both calibrated efficiencies

@@ -7,6 +7,10 @@ generation), else from the stack's newest remaining round; a stack left with no 
 median of the other stacks (``basis`` says which). The mixture-of-experts factor is re-fitted the same way.
 This is the honest error: a result is never predicted from itself. ``by_round`` shows it per round, so
 software drift is visible.
+
+MLPerf server latencies (mean TTFT / TPOT, whose p99 the round limits) are predicted at the model's own highest
+load within the same limits (:func:`workbook.serving.published.predict`); ``server_latency`` lists them per
+round against the 30% target.
 """
 
 from __future__ import annotations
@@ -104,4 +108,25 @@ def by_round(frame: pl.DataFrame) -> pl.DataFrame:
             pl.col("published").first(),
         )
         .sort("published", "stack", "measure")
+    )
+
+
+def server_latency(frame: pl.DataFrame) -> pl.DataFrame:
+    """MLPerf server TTFT / TPOT results, per round: published and predicted mean (ms), the round's p99 limit, and
+    whether the prediction is within 30% (``within_target``; a missing prediction is not)."""
+    return (
+        frame.filter((pl.col("scenario") == "server") & pl.col("measure").is_in(["ttft_ms", "tpot_ms"]))
+        .with_columns(within_target=(pl.col("abs_error") <= TARGET_LATENCY).fill_null(False))
+        .sort("published", "run_id")
+        .select(
+            "round",
+            "run_id",
+            "accelerator_id",
+            "stack",
+            "measure",
+            "published_value",
+            "predicted_value",
+            "error",
+            "within_target",
+        )
     )
