@@ -1,0 +1,76 @@
+"""The training and serving calibrations are fitted once per table content and code version, then read back from
+memory or disk equal to a fresh fit; a changed table or changed code fits again (nothing stale is returned)."""
+
+import dataclasses
+
+import polars as pl
+import pytest
+
+from workbook import cache, catalog
+from workbook.serving import calibration as serving_calibration
+from workbook.training import calibration
+
+FITS = [calibration.fit, serving_calibration.calibrate]
+
+
+@pytest.fixture
+def fits(monkeypatch, tmp_path):
+    """An empty cache (memory and disk); the list of catalogs the training fit really ran on."""
+    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "_RESULTS", {})
+    ran = []
+    real = calibration.benchmark_points
+
+    def counting(cat):
+        ran.append(cat)
+        return real(cat)
+
+    monkeypatch.setattr(calibration, "benchmark_points", counting)
+    return ran
+
+
+def _same(a, b) -> None:
+    """Equal field by field (frames in any row order: the serving stack table comes from an unordered group-by)."""
+    for field in dataclasses.fields(a):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(x, pl.DataFrame):
+            assert x.height > 0 and x.schema == y.schema, field.name
+            assert x.sort(pl.all()).equals(y.sort(pl.all())), field.name
+        else:
+            assert x == y, field.name
+
+
+@pytest.mark.parametrize("fit", FITS, ids=["training", "serving"])
+def test_cached_fit_equals_a_fresh_one_from_memory_and_from_disk(fits, monkeypatch, fit):
+    cat = catalog.load()
+    first = fit(cat)
+    assert fit(catalog.load()) is first, "the same tables in a new catalog object must not fit again"
+    monkeypatch.setattr(cache, "_RESULTS", {})  # a new process: only the disk is left
+    from_disk = fit(catalog.load())
+    assert from_disk is not first
+    _same(from_disk, fit.__wrapped__(cat))
+
+
+def test_a_changed_table_or_changed_code_fits_again(fits, monkeypatch):
+    cat = catalog.load()
+    base = calibration.fit(cat)
+    calibration.fit(cat)
+    assert len(fits) == 1
+    fewer = dataclasses.replace(cat, reference_runs=cat.reference_runs.slice(1))
+    assert calibration.fit(fewer) is not base and len(fits) == 2
+    monkeypatch.setattr(cache, "_RESULTS", {})
+    monkeypatch.setattr(cache, "code_version", lambda: "another-version")
+    calibration.fit(cat)
+    assert len(fits) == 3 and fits[-1] is cat
+
+
+def test_an_unreadable_entry_is_fitted_again(fits, monkeypatch, tmp_path):
+    cat = catalog.load()
+    base = calibration.fit(cat)
+    entries = list((tmp_path / "cache" / "results").glob("training-calibration-*.arrow"))
+    assert len(entries) == sum(isinstance(getattr(base, f.name), pl.DataFrame) for f in dataclasses.fields(base))
+    for entry in entries:
+        entry.write_bytes(b"not arrow")
+    monkeypatch.setattr(cache, "_RESULTS", {})
+    _same(calibration.fit(cat), base)
+    assert len(fits) == 2
