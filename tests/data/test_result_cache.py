@@ -2,6 +2,7 @@
 memory or disk equal to a fresh fit; a changed table or changed code fits again (nothing stale is returned)."""
 
 import dataclasses
+from unittest import mock
 
 import polars as pl
 import pytest
@@ -15,18 +16,12 @@ FITS = [calibration.fit, serving_calibration.calibrate]
 
 @pytest.fixture
 def fits(monkeypatch, tmp_path):
-    """An empty cache (memory and disk); the list of catalogs the training fit really ran on."""
+    """An empty cache (memory and disk); a spy on the first step of the training fit (called once per real fit)."""
     monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(cache, "_RESULTS", {})
-    ran = []
-    real = calibration.benchmark_points
-
-    def counting(cat):
-        ran.append(cat)
-        return real(cat)
-
-    monkeypatch.setattr(calibration, "benchmark_points", counting)
-    return ran
+    spy = mock.Mock(wraps=calibration.benchmark_points)
+    monkeypatch.setattr(calibration, "benchmark_points", spy)
+    return spy
 
 
 def _same(a, b) -> None:
@@ -55,13 +50,13 @@ def test_a_changed_table_or_changed_code_fits_again(fits, monkeypatch):
     cat = catalog.load()
     base = calibration.fit(cat)
     calibration.fit(cat)
-    assert len(fits) == 1
+    assert fits.call_count == 1
     fewer = dataclasses.replace(cat, reference_runs=cat.reference_runs.slice(1))
-    assert calibration.fit(fewer) is not base and len(fits) == 2
+    assert calibration.fit(fewer) is not base and fits.call_count == 2
     monkeypatch.setattr(cache, "_RESULTS", {})
     monkeypatch.setattr(cache, "code_version", lambda: "another-version")
     calibration.fit(cat)
-    assert len(fits) == 3 and fits[-1] is cat
+    assert fits.call_count == 3 and fits.call_args.args == (cat,)
 
 
 def test_an_unreadable_entry_is_fitted_again(fits, monkeypatch, tmp_path):
@@ -73,4 +68,4 @@ def test_an_unreadable_entry_is_fitted_again(fits, monkeypatch, tmp_path):
         entry.write_bytes(b"not arrow")
     monkeypatch.setattr(cache, "_RESULTS", {})
     _same(calibration.fit(cat), base)
-    assert len(fits) == 2
+    assert fits.call_count == 2
