@@ -27,8 +27,10 @@ test: $(STAMP) lint
 	$(BIN)/python -m pytest
 
 # The model, data, training, serving, charts, app and CLI layers: no browser, no Voila server, no notebooks.
+# One pytest worker per core (pytest-xdist; a test file stays on one worker, so its module fixtures are built once),
+# polars single-threaded in each so the workers do not fight over the cores.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not browser and not e2e and not notebook"
+	POLARS_MAX_THREADS=1 $(BIN)/python -m pytest tests -n auto --dist loadfile -m "not browser and not e2e and not notebook"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -18,7 +18,7 @@ import polars as pl
 
 import workbook
 from workbook import catalog as catalog_mod
-from workbook import files, launch, report, serving
+from workbook import files, launch, serving
 from workbook.catalog import pricebuild
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
@@ -489,6 +489,8 @@ def run(argv: list[str]) -> int:
         print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
         return 0
     if args.command == "report":
+        from workbook import report  # draws charts (altair, seconds to import): only this command needs it
+
         files.check_target(args.out, "--out")  # before the minutes of work, and before touching any file
         files.atomic_write(args.out, report.render(_scenario(args, cat), cat), "--out")
         print(f"wrote {args.out}")

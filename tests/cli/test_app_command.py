@@ -2,8 +2,6 @@
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,16 +11,12 @@ from workbook import launch
 from workbook.errors import InputError
 
 
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "workbook", *args], capture_output=True, text=True, timeout=120)
-
-
-def test_version():
+def test_version(cli):
     out = cli("--version")
     assert out.returncode == 0 and out.stdout.strip() == f"workbook {workbook.__version__}"
 
 
-def test_usage_names_the_program():
+def test_usage_names_the_program(cli):
     out = cli("--help")
     assert out.returncode == 0 and out.stdout.startswith("usage: workbook ")
     assert "app" in out.stdout
@@ -37,7 +31,7 @@ def test_usage_names_the_program():
         (["--base-url", "services"], "--base-url"),
     ],
 )
-def test_bad_app_flags_exit_2_naming_the_flag(args, flag):
+def test_bad_app_flags_exit_2_naming_the_flag(cli, args, flag):
     out = cli("app", *args)
     assert out.returncode == 2 and flag in out.stderr and len(out.stderr.strip().splitlines()) == 1
 

@@ -214,25 +214,18 @@ def test_prices_flag_on_train_compare_serve_and_report(cli, tmp_path):
     assert missing.returncode == 2 and "--prices" in missing.stderr
 
 
-def test_train_json_has_the_layout():
-    out = subprocess.run(
-        [sys.executable, "-m", "workbook", "train", "--model", "llama3-70b", "--tokens", "1e12"]
-        + ["--accelerator", "h100-sxm", "--chips", "1024", "--global-batch-tokens", "8e6", "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
+def test_train_json_has_the_layout(cli):
+    out = cli(
+        *["train", "--model", "llama3-70b", "--tokens", "1e12"],
+        *["--accelerator", "h100-sxm", "--chips", "1024", "--global-batch-tokens", "8e6", "--json"],
     )
+    assert out.returncode == 0, out.stderr
     row = json.loads(out.stdout)
     degrees = [row[k] for k in ("tensor_parallel", "pipeline_parallel", "context_parallel", "data_parallel")]
     assert degrees[0] * degrees[1] * degrees[2] * degrees[3] == row["chips"] == 1024
     assert row["global_batch_tokens"] == 8e6 and row["recompute"] in ("none", "selective", "full")
 
 
-def test_int8_training_on_h100_exits_2():
-    out = subprocess.run(
-        [sys.executable, "-m", "workbook", "train", "--params", "7e9", "--accelerator", "h100-sxm"]
-        + ["--precision", "int8"],
-        capture_output=True,
-        text=True,
-    )
+def test_int8_training_on_h100_exits_2(cli):
+    out = cli("train", "--params", "7e9", "--accelerator", "h100-sxm", "--precision", "int8")
     assert out.returncode == 2 and "--precision" in out.stderr and out.stderr.count("\n") == 1

@@ -7,7 +7,6 @@ prefix. The package itself, its data, its template and its notebook come only fr
 same with a full install from the lock.
 """
 
-import contextlib
 import json
 import os
 import site
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import ROOT, fetch, free_port
+from tests.browser import ROOT, fetch, free_port, served
 
 TEMPLATE = "share/jupyter/voila/templates/workbook"
 
@@ -122,25 +121,9 @@ def test_report_from_outside_the_checkout(env, outside):
     assert page.lower().startswith("<!doctype html>") and "<svg" in page and "Train on" in page
 
 
-@contextlib.contextmanager
 def _app(env: Path, cwd: Path, *args: str):
     port = free_port()
-    proc = subprocess.Popen(
-        [str(env / "bin" / "workbook"), "app", f"--port={port}", *args],
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"},
-    )
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return served([str(env / "bin" / "workbook"), "app", f"--port={port}", *args], cwd, port)
 
 
 @pytest.mark.parametrize("base_url", ["/", "/services/workbook/"])

@@ -2,61 +2,27 @@
 and hovering a bar shows its tooltip. Lab serves a copy of the notebook, so nothing rewrites the saved one.
 And Lab's Voila preview, started as `make lab` starts Lab (at the repository root), renders the app page."""
 
-import contextlib
-import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, ROOT, chromium_available, fetch, free_port
+from tests.browser import NEEDS_CHROMIUM, ROOT, fetch, free_port, launch_chromium, served
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not chromium_available() and not os.environ.get("WORKBOOK_REQUIRE_BROWSER"),
-        reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
-    ),
-]
+pytestmark = NEEDS_CHROMIUM
 
 LIVE = ".jp-OutputArea-output:has(.noUi-handle)"
 
 
-@contextlib.contextmanager
 def lab(root, **env):
     """JupyterLab serving ``root``; ``env`` adds to the server's environment (e.g. JUPYTERLAB_SETTINGS_DIR)."""
     port = free_port()
-    proc = subprocess.Popen(  # cwd = root, as `make lab`: Voila's server extension reads voila.json from there
-        [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            f"--port={port}",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.root_dir={root}",
-            "--IdentityProvider.token=",
-            "--allow-root",
-            "--LabApp.news_url=None",
-        ],
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**{k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"}, **env},
-    )
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    lab_flags = ["--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}"]
+    quiet = ["--IdentityProvider.token=", "--allow-root", "--LabApp.news_url=None"]
+    # cwd = root, as `make lab`: Voila's server extension reads voila.json from there
+    return served([sys.executable, "-m", "jupyter", "lab", *lab_flags, *quiet], root, port, env)
 
 
 def _run_all(page) -> None:
@@ -83,7 +49,7 @@ def live(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(ROOT / "notebooks" / "explore.ipynb", root / "explore.ipynb")
     with lab(root) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         deadline = time.time() + 90
         while True:  # the server may still be starting
@@ -184,7 +150,7 @@ def test_the_dashboard_in_labs_dark_theme_is_readable_and_links_to_the_app(tmp_p
         lab(tmp_path, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings")) as url,
         sync_playwright() as p,
     ):
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1200})
         deadline = time.time() + 90
         while True:  # the server may still be starting

@@ -8,21 +8,14 @@ against them, so a control the link forgets fails the test."""
 
 from __future__ import annotations
 
-import os
 import time
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
+from tests.browser import NEEDS_CHROMIUM, launch_chromium, voila
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not chromium_available() and not os.environ.get("WORKBOOK_REQUIRE_BROWSER"),
-        reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
-    ),
-]
+pytestmark = NEEDS_CHROMIUM
 
 KINDS = ".widget-slider, .widget-checkbox, .widget-dropdown, .widget-toggle-buttons, .widget-text"
 
@@ -52,17 +45,12 @@ CONTROLS = """(kinds) => {
 CARDS = "Array.from(document.querySelectorAll('.wb-card')).map(c => c.textContent)"
 
 
-def _launch(playwright):
-    """Chromium as every browser test starts it (tests.browser has no shared launch helper yet)."""
-    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-
-
 @pytest.fixture(scope="module")
 def app():
     from playwright.sync_api import sync_playwright
 
     with voila() as url, sync_playwright() as p:
-        browser = _launch(p)
+        browser = launch_chromium(p)
         yield url, browser
         browser.close()
 

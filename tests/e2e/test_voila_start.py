@@ -2,20 +2,11 @@
 root (tests/e2e/test_browser.py drives that page), and with a base URL as in the README's JupyterHub service recipe
 (`voila --Voila.base_url=/services/workbook/`). Both find the installed workbook template and draw the charts."""
 
-import os
 from urllib.parse import urlparse
 
-import pytest
+from tests.browser import NEEDS_CHROMIUM, launch_chromium, voila
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not chromium_available() and not os.environ.get("WORKBOOK_REQUIRE_BROWSER"),
-        reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
-    ),
-]
+pytestmark = NEEDS_CHROMIUM
 
 BASE = "/services/workbook/"
 
@@ -24,7 +15,7 @@ def test_app_renders_under_a_jupyterhub_service_base_url():
     from playwright.sync_api import sync_playwright
 
     with voila("notebooks/app.ipynb", f"--Voila.base_url={BASE}") as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1500, "height": 1800})
         paths = []
         page.on("request", lambda request: paths.append(urlparse(request.url)))

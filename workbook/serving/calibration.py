@@ -14,10 +14,10 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import polars as pl
 
+from workbook import cache
 from workbook.catalog import Catalog
 from workbook.model import serving as sv
 from workbook.serving import published
@@ -169,7 +169,7 @@ def _stack_table(compute: pl.DataFrame, eta_bw: dict, bw_basis: dict) -> pl.Data
     ).drop("runs")
 
 
-@functools.lru_cache(maxsize=4)
+@cache.per_catalog("serving-calibration", ServingEfficiency)  # fitted once per table content and code version
 def calibrate(cat: Catalog) -> ServingEfficiency:
     """Efficiencies of every stack with published results."""
     runs = cat.inference_runs.filter(pl.col("role") == "calibrate").join(

@@ -35,6 +35,7 @@ import dataclasses
 
 import polars as pl
 
+from workbook import cache
 from workbook.catalog import Catalog
 from workbook.catalog.schemas import PRECISIONS
 from workbook.model import flops, parallelism, sizing, throughput
@@ -399,6 +400,7 @@ def _goodput(catalog: Catalog, mfu: pl.DataFrame, moe_efficiency: float) -> pl.D
     )
 
 
+@cache.per_catalog("training-calibration", Calibration)  # fitted once per table content and code version
 def fit(catalog: Catalog) -> Calibration:
     """Fit every default from ``catalog.reference_runs``; see the module docstring for the method."""
     points = benchmark_points(catalog)
