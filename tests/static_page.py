@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.browser import launch_chromium
 
 # Set a control, then count animation frames until every chart's SVG differs from before the move: the time from
 # the input event to the first painted frame that shows all charts redrawn (measured inside the page).
@@ -30,7 +30,7 @@ def opened(path, viewport=(1500, 1300)):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         requests, errors = [], []
         page.on("request", lambda r: requests.append(r.url))

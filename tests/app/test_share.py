@@ -7,7 +7,7 @@ import re
 import polars as pl
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
+from tests.browser import chromium_available, launch_chromium, voila
 from workbook import report, serving
 from workbook.app import views
 from workbook.app.shell import Dashboard
@@ -244,7 +244,7 @@ def test_brief_renders_offline_and_prints_on_one_page(scenario, served, tmp_path
     path = tmp_path / "brief.html"
     path.write_text(report.render(scenario, link="?params_b=13&mode=train", serving=served))
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p)
         page = browser.new_page()
         requests = []
         page.on("request", lambda r: requests.append(r.url))
@@ -263,7 +263,7 @@ def test_scenario_link_opens_the_same_scenario():
     from playwright.sync_api import sync_playwright
 
     with voila() as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1500, "height": 1500})
         page.goto(url + "/?params_b=13&days=60&framework=jax&precision=fp8&colour=red", timeout=120_000)
         page.wait_for_function("document.querySelectorAll('.vega-embed svg').length >= 4", timeout=120_000)

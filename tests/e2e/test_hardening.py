@@ -1,22 +1,15 @@
 """Issue 19 in a real browser: the served surface is the shipped app only, one visitor's repeated requests cost
 nothing, invalid input clears the answer, an oversized upload is refused in the page, a full server says busy."""
 
-import os
 import time
 import urllib.error
 import urllib.request
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
+from tests.browser import NEEDS_CHROMIUM, launch_chromium, voila
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not chromium_available() and not os.environ.get("WORKBOOK_REQUIRE_BROWSER"),
-        reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
-    ),
-]
+pytestmark = NEEDS_CHROMIUM
 LOCAL = {"127.0.0.1", "localhost", ""}
 BIG_FRAME_BYTES = 500_000  # the chart bundle is ~0.9 MB; every other kernel message is far smaller
 
@@ -32,7 +25,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p)
         yield browser
         browser.close()
 

@@ -2,26 +2,19 @@
 and no request leaving the file, a control move redraws the charts, and what it shows matches the Python API for
 the same scenario at grid points."""
 
-import os
 import statistics
 
 import polars as pl
 import pytest
 
-from tests.browser import chromium_available
+from tests.browser import NEEDS_CHROMIUM
 from tests.static_page import move_ms, opened
 from workbook import catalog, serving
 from workbook.charts import training as charts
 from workbook.static import Grid, write
 from workbook.training import options
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not chromium_available() and not os.environ.get("WORKBOOK_REQUIRE_BROWSER"),
-        reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
-    ),
-]
+pytestmark = NEEDS_CHROMIUM
 
 # A small grid keeps the test quick; the page is built by the same code as the shipped one.
 GRID = Grid(
