@@ -16,6 +16,7 @@ import polars as pl
 from workbook import catalog as catalog_mod
 from workbook import present
 from workbook.charts import training as charts
+from workbook.model import throughput
 from workbook.present import count, days, energy, usd
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
@@ -90,16 +91,27 @@ def assumptions(s: Scenario, cal: calibration_mod.Calibration) -> list[str]:
     goodput = (
         f"{a.goodput_override:.0%} (your override)"
         if a.goodput_override
-        else f"{cal.goodput:.0%} calibrated on published runs (middle half {cal.goodput_low:.0%} to "
-        f"{cal.goodput_high:.0%})"
+        else f"{cal.goodput:.0%} of wall time as published runs count it (calibrated; middle half "
+        f"{cal.goodput_low:.0%} to {cal.goodput_high:.0%}), less interruptions that grow with chips "
+        f"({throughput.INTERRUPTIONS_PER_CHIP_DAY * 1000:.2g} per 1,000 chip-days, "
+        f"{throughput.HOURS_LOST_PER_INTERRUPTION:.2g} h lost each, from Llama 3's 16k-GPU run)"
+    )
+    sharding = {
+        None: "the planner picks ZeRO-1 or ZeRO-3 per option",
+        0: "no ZeRO sharding",
+    }.get(a.zero_stage, f"ZeRO stage {a.zero_stage}")
+    recompute = (
+        "activation recomputation (none, selective or full) picked per option by the planner"
+        if a.recompute == "auto"
+        else f"{a.recompute} activation recomputation"
     )
     porting = (
         f"counted at {usd(a.usd_per_engineer_week)} per engineer-week" if a.include_migration_cost else "not counted"
     )
     return [
         f"Share of peak compute used (MFU): {mfu}; share of time spent training (goodput): {goodput}.",
-        f"Memory: weights, gradients and optimizer state sharded across chips (ZeRO stage {a.zero_stage}), "
-        f"{a.recompute} activation recomputation, {a.hbm_usable_fraction:.0%} of each chip's memory usable, "
+        f"Memory: weights, gradients and optimizer state sharded across chips ({sharding}), "
+        f"{recompute}, {a.hbm_usable_fraction:.0%} of each chip's memory usable, "
         f"{a.framework_overhead_bytes / 1e9:g} GB per chip for the runtime.",
         f"Spot capacity loses {a.spot_preemption_overhead:.0%} extra chip-hours to preemptions. Porting work: "
         f"{porting}.",
