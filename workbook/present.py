@@ -2,8 +2,9 @@
 
 Text: :func:`usd` ($1.2M), :func:`days` (18.5 days), :func:`count` (1 chip, 1,024 chips), :func:`price_basis`
 ("your price"), :func:`per_million_tokens`, :func:`energy` (MWh and t CO2e).
-HTML: :func:`table`, :func:`items`, :func:`card`, :func:`message`; they carry CSS classes (``wb-*``) whose
-styles live in one stylesheet, ``STYLESHEET``, which the Voila template and the HTML report both include.
+HTML: :func:`table`, :func:`table_filter`, :func:`items`, :func:`card`, :func:`message`; they carry CSS classes
+(``wb-*``) whose styles live in one stylesheet, ``STYLESHEET``, which the Voila template and the HTML report both
+include.
 """
 
 from __future__ import annotations
@@ -112,16 +113,40 @@ _SORT = html.escape(
 )
 
 
+# Shows only the rows of the target table whose text holds every word typed (case-insensitive; empty: all rows), by
+# writing a CSS rule into the style element after the box. The rule outlives the table's HTML, so a table redrawn
+# after a control change stays filtered by the words still in the box; a sort keeps hidden rows hidden.
+_FILTER = html.escape(
+    "var w=this.value.toLowerCase().split(/\\s+/).filter(Boolean),r=this.dataset.target+' tbody tr';"
+    "this.nextElementSibling.textContent=w.length?w.map(function(x){"
+    "return r+':not([data-filter*=\"'+CSS.escape(x)+'\"])'}).join(',')+'{display:none}':''",
+    quote=True,
+)
+
+
+def table_filter(name: str, placeholder: str = "Filter: tpu, spot, aws ...") -> str:
+    """A search box that filters the rows of the :func:`table` with this ``filter_name`` as one types (in the
+    page: no request, works offline). Keep it outside the table's own HTML so that redrawing the table leaves the
+    box and its words in place."""
+    target = f'table[data-filter-name="{name}"]'
+    return (
+        f"<input type='search' class='wb-filter' aria-label='Filter the rows' placeholder='{escape(placeholder)}' "
+        f"data-target='{escape(target)}' oninput=\"{_FILTER}\"><style></style>"
+    )
+
+
 def table(
     head: Sequence[str],
     rows: Iterable[Sequence[object]],
     css_class: str = "wb-table",
     muted: Iterable[bool] | None = None,
     sort_keys: Iterable[Sequence[object]] | None = None,
+    filter_name: str | None = None,
 ) -> str:
     """An HTML table of plain-text cells; rows flagged in ``muted`` (e.g. infeasible options) are greyed. With
     ``sort_keys`` (one value per cell: a number, a text, or None for a blank that sorts last) a click on a column
-    header sorts the rows by that column, a second click the other way."""
+    header sorts the rows by that column, a second click the other way. With ``filter_name`` each row carries its
+    text (lower case) for the :func:`table_filter` of that name."""
     rows = list(rows)
     flags = list(muted) if muted is not None else [False] * len(rows)
     keys = list(sort_keys) if sort_keys is not None else [[None] * len(row) for row in rows]
@@ -132,10 +157,16 @@ def table(
         text = "" if key is None else f"{key:.8g}" if isinstance(key, float) else escape(key)
         return f"<td data-sort='{text}'>{escape(value)}</td>"
 
+    def opening(row: Sequence[object], flag: bool) -> str:
+        muted_class = " class='wb-muted'" if flag else ""
+        text = f" data-filter='{escape(' '.join(map(str, row)).lower())}'" if filter_name else ""
+        return f"<tr{muted_class}{text}>"
+
     body = "".join(
-        ("<tr class='wb-muted'>" if flag else "<tr>") + "".join(map(cell, row, key)) + "</tr>"
+        opening(row, flag) + "".join(map(cell, row, key)) + "</tr>"
         for row, flag, key in zip(rows, flags, keys, strict=True)
     )
     sortable = "" if sort_keys is None else f" class='wb-sortable' title='Sort by this column' onclick=\"{_SORT}\""
     header = "".join(f"<th{sortable}>{escape(h)}</th>" for h in head)
-    return f"<table class='{css_class}'><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+    named = f" data-filter-name='{escape(filter_name)}'" if filter_name else ""
+    return f"<table class='{css_class}'{named}><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"

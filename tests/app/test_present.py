@@ -27,12 +27,23 @@ def test_table_escapes_cells_and_greys_muted_rows():
         present.table(["A"], [["a"], ["b"]], muted=[True])
 
 
+def test_filterable_table_rows_carry_their_text_for_the_filter_box():
+    text = present.table(["Chip", "Cloud"], [["Google TPU v5p", "GCP"], ["<B200>", "AWS"]], filter_name="options")
+    assert "data-filter-name='options'" in text
+    assert re.findall(r"data-filter='([^']*)'", text) == ["google tpu v5p gcp", "&lt;b200&gt; aws"]
+    assert "data-filter" not in present.table(["Chip"], [["x"]])  # only where asked
+    box = views.table_heading("All options", "options")
+    assert "<h3>All options</h3>" in box and "type='search'" in box and "oninput=" in box
+    assert "data-target='table[data-filter-name=&quot;options&quot;]'" in box and "<script" not in box
+
+
 def test_no_inline_styles_and_every_class_is_styled():
     s = Scenario(model=ModelSpec.from_params(7e9), tokens=1.4e11, days=30, pricing=("on-demand",))
     frame = options.evaluate(s)
     assert frame.filter(pl.col("feasible")).height > 0 and frame.filter(~pl.col("feasible")).height > 0
     page = (
         views.recommendation(recommend.recommend(frame))
+        + views.table_heading("All options", "options")
         + views.option_table(frame, limit=frame.height - 1)
         + views.message("bad", "error")
         + views.message("note", "info")

@@ -41,7 +41,7 @@ def _chart_svgs(page):
 
 
 def _move(page, label, presses):
-    handle = page.locator(".widget-slider", has_text=label).locator(".noUi-handle")
+    handle = page.locator(".widget-slider:visible", has_text=label).locator(".noUi-handle")  # the open tab's
     handle.focus()
     for _ in range(presses):
         handle.press("ArrowRight")
@@ -74,7 +74,8 @@ def test_controls_charts_and_card_render_without_errors(page):
 
 CELLS = """Array.from(document.querySelectorAll('[data-chart]')).filter(d => d.offsetParent).map(d => {
   const cell = d.getBoundingClientRect(), svg = d.querySelector('svg').getBoundingClientRect();
-  return {left: Math.round(cell.left), top: Math.round(cell.top), cell: cell.width, chart: svg.width}; })"""
+  return {name: d.dataset.chart, left: Math.round(cell.left), cell: cell.width, chart: svg.width,
+          grid: d.parentElement.clientWidth}; })"""
 
 
 CLIPPED = """Array.from(document.querySelectorAll('[data-chart] svg'))
@@ -84,6 +85,9 @@ CLIPPED = """Array.from(document.querySelectorAll('[data-chart] svg'))
           box: [box.x, box.y, box.x + box.width, box.y + box.height], width, height};
 }).filter(c => c.box[0] < -1 || c.box[1] < -1 || c.box[2] > c.width + 1 || c.box[3] > c.height + 1)"""
 
+WIDTHS = (820, 1280, 1440, 1920, 2560)
+MIN_CELL_PX, GAP_PX = 480, 16  # workbook/app/chartgrid.js: two charts per row where each cell gets 480 px
+
 
 def _clipped(page):
     """Visible charts whose drawing (titles, legends, labels) reaches outside their own SVG."""
@@ -91,18 +95,78 @@ def _clipped(page):
     return page.evaluate(CLIPPED)
 
 
-@pytest.mark.parametrize("width, columns", [(1280, 1), (1600, 2)])
-def test_charts_wrap_instead_of_being_clipped(page, width, columns):
-    page.set_viewport_size({"width": width, "height": 1800})
-    try:
-        page.wait_for_timeout(300)
+def _fitted_cells(page, timeout_s=15):
+    """The visible chart cells once the layout has settled after a resize (the page's panels reflow, then each chart
+    is re-fitted to its cell): two reads 0.3 s apart agree and every chart fills 80-100% of its cell; or the last
+    read when the time is up."""
+    deadline, before = time.time() + timeout_s, None
+    while True:
         cells = page.evaluate(CELLS)
-        assert len(cells) == 4
-        assert all(c["chart"] <= c["cell"] + 1 for c in cells), cells  # never wider than its cell
-        assert len({c["left"] for c in cells}) == columns, cells
-        assert not _clipped(page)
+        filled = cells and all(0.8 * c["cell"] <= c["chart"] <= c["cell"] + 1 for c in cells)
+        if (filled and cells == before) or time.time() > deadline:
+            return cells
+        before = cells
+        time.sleep(0.3)
+
+
+def test_charts_fill_their_cells_at_every_width_on_both_tabs(page):
+    """At each window width every chart is 80-100% of its grid cell, two per row where cells get their minimum
+    width, one below, nothing clipped and no sideways scroll; the Serve tab, opened by a click on its tab (drawn
+    while hidden), is laid out as the Train tab is."""
+    columns = {}
+    try:
+        for tab in ("Train", "Serve"):
+            page.get_by_role("tab", name=tab).click()
+            if tab == "Serve":  # its charts are drawn when the app starts, while the tab is hidden
+                page.wait_for_function("document.querySelectorAll('.vega-embed svg').length >= 8", timeout=60_000)
+            for width in WIDTHS:
+                page.set_viewport_size({"width": width, "height": 1800})
+                cells = _fitted_cells(page)
+                assert len(cells) == 4, (tab, width, cells)
+                for c in cells:
+                    assert c["chart"] <= c["cell"] + 1, (tab, width, c)  # never wider than its cell
+                    assert c["chart"] >= 0.8 * c["cell"], (tab, width, c)  # fills it
+                per_row = 2 if cells[0]["grid"] >= 2 * MIN_CELL_PX + GAP_PX else 1
+                columns[tab, width] = len({c["left"] for c in cells})
+                assert columns[tab, width] == per_row, (tab, width, cells)
+                assert not _clipped(page), (tab, width)
+                sideways = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+                assert sideways <= 0, (tab, width, sideways)
     finally:
         page.set_viewport_size({"width": 1500, "height": 1800})
+        page.get_by_role("tab", name="Train").click()
+    assert columns[("Train", 820)] == 1 and columns[("Train", 2560)] == 2, columns  # both layouts were checked
+    assert all(columns["Serve", width] == columns["Train", width] for width in WIDTHS), columns
+
+
+VISIBLE_ROWS = "rows => rows.filter(r => r.getClientRects().length).map(r => r.innerText.toLowerCase())"
+
+
+def test_option_table_filter_narrows_rows_and_survives_sort_and_redraw(page):
+    page.get_by_role("tab", name="Train").click()
+    rows = page.locator("table[data-filter-name=options] tbody tr")
+    box = page.locator("input.wb-filter:visible")
+    all_rows = rows.evaluate_all(VISIBLE_ROWS)
+    assert len(all_rows) > 10
+    try:
+        for words in ("tpu", "aws", "spot", "TPU spot"):
+            box.fill(words)
+            shown = rows.evaluate_all(VISIBLE_ROWS)
+            expected = [r for r in all_rows if all(w in r for w in words.lower().split())]
+            assert 0 < len(shown) < len(all_rows) or not expected, (words, shown)
+            assert shown == expected, words
+        box.fill("tpu")
+        page.locator("table[data-filter-name=options] th", has_text="Cost").click()  # sorting keeps the filter
+        assert all("tpu" in r for r in rows.evaluate_all(VISIBLE_ROWS))
+        before = (_card(page), _chart_svgs(page))
+        _move(page, "Model size", 5)  # the table is redrawn; the words in the box still apply
+        assert _wait_change(page, *before)
+        page.wait_for_timeout(300)
+        shown = rows.evaluate_all(VISIBLE_ROWS)
+        assert shown and all("tpu" in r for r in shown) and len(shown) < rows.count(), shown
+    finally:
+        box.fill("")
+    assert len(rows.evaluate_all(VISIBLE_ROWS)) == rows.count() > 10  # cleared: every row is back
 
 
 def test_model_size_slider_changes_charts_and_recommendation(page):

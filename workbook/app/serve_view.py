@@ -136,9 +136,8 @@ class ServeView:
             w.HTML("<b>Train, then serve</b>"),
             c["months"],
         ]
-        return page_columns(
-            left, [self.status, self.card, self.charts, w.HTML("<h3>All serving options</h3>"), self.table]
-        )
+        heading = w.HTML(views.table_heading("All serving options", "serving"))
+        return page_columns(left, [self.status, self.card, self.charts, heading, self.table])
 
     def model(self) -> tuple[ModelSpec, str]:
         """The served model and its label: the Train tab's, unless the override is ticked."""

@@ -185,9 +185,8 @@ class TrainView:
         self.prepare = w.Button(description="Prepare downloads", tooltip="table CSV, charts PNG/SVG, one-page brief")
         self.prepare.on_click(lambda _: self.prepare_downloads())
         share = w.HBox([self.prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap"))
-        return page_columns(
-            left, [self.status, self.card, share, self.charts, w.HTML("<h3>All options</h3>"), self.table]
-        )
+        heading = w.HTML(views.table_heading("All options", "options"))
+        return page_columns(left, [self.status, self.card, share, self.charts, heading, self.table])
 
     def set_values(self, values: dict) -> None:
         """Set several controls at once (a scenario link), then recompute once."""

@@ -53,7 +53,7 @@ def _where(option: dict) -> str:
 def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
     """All options, cheapest first, formatted ($1.2M, 18.5 days); infeasible ones last with the reason. Nine
     columns (cost with its range, cloud with its region) so it fits beside the controls at 1280 px. A click on a
-    column header sorts by it (the amounts, not their text)."""
+    column header sorts by it (the amounts, not their text); a :func:`table_heading` box filters the rows."""
     shown = frame.head(limit).to_dicts()
     rows = [
         [
@@ -98,7 +98,15 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
     ]
     hidden = frame.height - len(shown)
     more = f"<div class='wb-more'>{present.count(hidden, 'more option')} not shown</div>" if hidden else ""
-    return present.table(head, rows, muted=[not r["feasible"] for r in shown], sort_keys=keys) + more
+    muted = [not r["feasible"] for r in shown]
+    return present.table(head, rows, muted=muted, sort_keys=keys, filter_name="options") + more
+
+
+def table_heading(title: str, filter_name: str) -> str:
+    """A table's heading with its filter box: typing "tpu", "spot" or "aws" leaves only the rows of the table with
+    this ``filter_name`` ("options": :func:`option_table`, "serving": :func:`serving_table`) that hold the words."""
+    box = present.table_filter(filter_name)
+    return f"<div class='wb-table-heading'><h3>{html.escape(title)}</h3>{box}</div>"
 
 
 def claims_table(checks) -> str:
@@ -166,7 +174,8 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
         ]
         for r in shown
     ]
-    return present.table(head, rows, css_class="wb-table wb-serve-table", muted=[not r["feasible"] for r in shown])
+    muted = [not r["feasible"] for r in shown]
+    return present.table(head, rows, css_class="wb-table wb-serve-table", muted=muted, filter_name="serving")
 
 
 def share_link(query: str, app_url: str = "") -> str:

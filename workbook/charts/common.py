@@ -21,7 +21,9 @@ COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "kv_cache
 COMPONENT_COLORS = alt.Scale(
     domain=COMPONENT_ORDER, range=["#1f4e79", "#4c78a8", "#9ecae9", "#72b7b2", "#b279a2", "#bab0ac"]
 )
-WIDTH = 260  # plot width; with axis labels two charts side by side fit a 1600 px window
+# The spec's plot width: the report's PNG and SVG and the first draw use it; in the app and the static page each
+# chart is then widened or narrowed to fill its grid cell (workbook/app/chartgrid.js)
+WIDTH = 260
 LOG_TICKS = [1, 3, 10, 30, 100, 300, 1000, 3000, 10000]  # 1-3-10 ticks on narrow log axes: no crowded labels
 LABEL_LIMIT = 200  # px of a line of an option label on a bar chart axis (two lines: chip; cloud and pricing)
 # An option label on two lines: the chip, then its cloud and pricing (keeps bar charts narrow enough for two per row)
