@@ -1,19 +1,12 @@
 """The Voila app in a real headless Chromium: it renders, and moving sliders changes charts and the answer."""
 
-import os
 import time
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, chromium_available, voila
+from tests.browser import NEEDS_CHROMIUM, launch_chromium, voila
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not chromium_available() and not os.environ.get("WORKBOOK_REQUIRE_BROWSER"),
-        reason="needs Debian chromium at /usr/bin/chromium (.ci/run installs it)",
-    ),
-]
+pytestmark = NEEDS_CHROMIUM
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +14,7 @@ def page():
     from playwright.sync_api import sync_playwright
 
     with voila() as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1500, "height": 1800})
         errors = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
