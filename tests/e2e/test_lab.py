@@ -25,9 +25,19 @@ def lab(root, **env):
     return served([sys.executable, "-m", "jupyter", "lab", *lab_flags, *quiet], root, port, env)
 
 
-def _run_all(page) -> None:
-    """Run every cell of the notebook open in Lab, once its panel is ready."""
+def _open_and_run_all(page, address: str) -> None:
+    """Open a notebook in Lab (retrying while the server starts) and run every cell once its panel is ready."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    deadline = time.time() + 90
+    while True:  # the server may still be starting
+        try:
+            page.goto(address, timeout=60_000)
+            break
+        except Exception:
+            if time.time() > deadline:
+                raise
+            time.sleep(1)
 
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
     for attempt in range(3):  # a click before the notebook panel is ready can be lost: retry until cells run
@@ -51,16 +61,7 @@ def live(tmp_path_factory):
     with lab(root) as url, sync_playwright() as p:
         browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        deadline = time.time() + 90
-        while True:  # the server may still be starting
-            try:
-                page.goto(url + "/lab/tree/explore.ipynb", timeout=60_000)
-                break
-            except Exception:
-                if time.time() > deadline:
-                    raise
-                time.sleep(1)
-        _run_all(page)
+        _open_and_run_all(page, url + "/lab/tree/explore.ipynb")
         page.locator(LIVE).first.wait_for(state="attached", timeout=300_000)
         page.locator(LIVE).first.scroll_into_view_if_needed()
         page.locator(LIVE).first.locator(".vega-embed svg.marks").first.wait_for(timeout=120_000)
@@ -152,16 +153,7 @@ def test_the_dashboard_in_labs_dark_theme_is_readable_and_links_to_the_app(tmp_p
     ):
         browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1200})
-        deadline = time.time() + 90
-        while True:  # the server may still be starting
-            try:
-                page.goto(url + "/lab/tree/app.ipynb", timeout=60_000)
-                break
-            except Exception:
-                if time.time() > deadline:
-                    raise
-                time.sleep(1)
-        _run_all(page)
+        _open_and_run_all(page, url + "/lab/tree/app.ipynb")
         assert page.evaluate("document.body.dataset.jpThemeName") == "JupyterLab Dark"
         card = page.locator(".jp-OutputArea-output .wb-card").first
         card.wait_for(timeout=180_000)

@@ -146,6 +146,24 @@ def clipped(chart: alt.Chart, field: str, fields: list[str]) -> alt.Chart:
     )
 
 
+def range_marks(base: alt.Chart, y: alt.Y, field: str, label_format: str) -> list[alt.Chart]:
+    """Over a bar chart of ``{field}_shown`` (see :func:`clipped`): the low-high range as a black line, a marker in
+    the option's family colour and shape at the bar's end, and the real value printed on a bar cut at the clip."""
+    band = base.mark_rule(color="#333", strokeWidth=1.5).encode(
+        x=f"{field}_low_shown:Q", x2=f"{field}_high_shown:Q", y=y
+    )
+    marker = base.mark_point(filled=True, size=60, stroke="white", strokeWidth=1, opacity=1).encode(
+        x=f"{field}_shown:Q", y=y, color=family_color(legend=False), shape=option_shape(legend=False)
+    )
+    cut = (
+        base.transform_filter("datum.clipped")
+        .transform_calculate(text=f"'» ' + format(datum.{field}, '{label_format}')")
+        .mark_text(align="right", dx=-10, color="white", fontWeight="bold")
+        .encode(x=f"{field}_shown:Q", y=y, text="text:N")
+    )
+    return [band, marker, cut]
+
+
 def money_axis(scale_name: str, title: str) -> alt.Axis:
     """A money axis with as many significant digits as its span needs: a narrow range ($1.405M-$1.415M) gets
     ticks that differ ("$1.406M", not "$1.41M" five times)."""

@@ -25,6 +25,7 @@ from workbook.charts.common import (
     message_layer,
     message_rows,
     option_shape,
+    range_marks,
     ranking,
     rows,
     shaped,
@@ -68,19 +69,7 @@ def price_template() -> alt.LayerChart:
             alt.Tooltip("usd_per_million_tokens_at_full_load:Q", title="$ / M at full load", format=PER_M),
         ],
     )
-    band = base.mark_rule(color="#333").encode(
-        x="usd_per_million_tokens_low_shown:Q", x2="usd_per_million_tokens_high_shown:Q", y=y
-    )
-    marker = base.mark_point(filled=True, size=60, stroke="white", strokeWidth=1, opacity=1).encode(
-        x="usd_per_million_tokens_shown:Q", y=y, color=family_color(legend=False), shape=option_shape(legend=False)
-    )
-    cut = (
-        base.transform_filter("datum.clipped")
-        .transform_calculate(text="'» ' + format(datum.usd_per_million_tokens, '$.3~f')")
-        .mark_text(align="right", dx=-10, color="white", fontWeight="bold")
-        .encode(x="usd_per_million_tokens_shown:Q", y=y, text="text:N")
-    )
-    return alt.layer(bars, band, marker, cut, message_layer()).properties(
+    return alt.layer(bars, *range_marks(base, y, "usd_per_million_tokens", "$.3~f"), message_layer()).properties(
         title=alt.TitleParams(
             "Serving cost by accelerator",
             subtitle=[

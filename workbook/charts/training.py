@@ -32,6 +32,7 @@ from workbook.charts.common import (
     message_rows,
     money_axis,
     option_shape,
+    range_marks,
     ranking,
     rows,
     shaped,
@@ -77,19 +78,7 @@ def cost_template() -> alt.LayerChart:
             alt.Tooltip("cost_usd_high:Q", title="High", format=MONEY),
         ],
     )
-    band = base.mark_rule(color="#333", strokeWidth=1.5).encode(
-        x="cost_usd_low_shown:Q", x2="cost_usd_high_shown:Q", y=y
-    )
-    marker = base.mark_point(filled=True, size=60, stroke="white", strokeWidth=1, opacity=1).encode(
-        x="cost_usd_shown:Q", y=y, color=family_color(legend=False), shape=option_shape(legend=False)
-    )
-    cut = (
-        base.transform_filter("datum.clipped")
-        .transform_calculate(text="'» ' + format(datum.cost_usd, '$.3s')")
-        .mark_text(align="right", dx=-10, color="white", fontWeight="bold")
-        .encode(x="cost_usd_shown:Q", y=y, text="text:N")
-    )
-    return alt.layer(bars, band, marker, cut, message_layer()).properties(
+    return alt.layer(bars, *range_marks(base, y, "cost_usd", "$.3s"), message_layer()).properties(
         title=alt.TitleParams(
             TITLES["cost"], subtitle=["cheapest cloud and pricing for each; black line = low-high range", OUTLIER_NOTE]
         ),
