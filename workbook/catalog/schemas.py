@@ -324,6 +324,8 @@ class InferenceRuns(pa.DataFrameModel):
     tpot_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
     load_tokens_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
     measure: str = pa.Field(isin=("tpot_ms", "ttft_ms", "tokens_per_s"))
+    # latencies: which statistic the source states (MLPerf logs give the mean and percentiles); null for throughput
+    latency_statistic: Optional[str] = pa.Field(nullable=True, isin=("mean", "p99", "unstated"))
     value: float = pa.Field(gt=0)
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)
