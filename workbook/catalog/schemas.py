@@ -317,7 +317,8 @@ class InferenceRuns(pa.DataFrameModel):
     kv_precision: str = pa.Field(isin=("bf16", "fp8", "int8"))
     scenario: str = pa.Field(isin=("latency", "offline", "server"))
     batch: Optional[int] = pa.Field(nullable=True, ge=1)
-    prompt_tokens: int = pa.Field(ge=1)
+    prompt_tokens: int = pa.Field(ge=1)  # mean prompt length
+    prompt_tokens_p99: Optional[int] = pa.Field(nullable=True, ge=1)  # 99th percentile (null: not known)
     prompt_basis: str = pa.Field(isin=("stated", "assumed"))
     output_tokens: float = pa.Field(gt=0)
     ttft_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)

@@ -32,6 +32,7 @@ def scenario(run: dict) -> ServeScenario:
         n_kv_heads=run["n_kv_heads"],
         accelerators=(run["accelerator_id"],),
         max_batch=run["batch"],
+        prompt_tokens_p99=run["prompt_tokens_p99"],
     )
 
 

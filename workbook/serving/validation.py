@@ -8,9 +8,9 @@ median of the other stacks (``basis`` says which). The mixture-of-experts factor
 This is the honest error: a result is never predicted from itself. ``by_round`` shows it per round, so
 software drift is visible.
 
-MLPerf server latencies (TTFT / TPOT, each row's mean or 99th percentile: the round limits the p99) are predicted,
-in the same statistic, at the model's own highest load within the same p99 limits (:func:`workbook.serving.published.predict`); ``server_latency`` lists them per
-round against the 30% target.
+MLPerf server latencies (TTFT / TPOT, each row's mean or 99th percentile: the round limits the p99) are
+predicted, in the same statistic, at the model's own highest load within the same p99 limits
+(:func:`workbook.serving.published.predict`); ``server_latency`` lists them per round against the 30% target.
 """
 
 from __future__ import annotations
