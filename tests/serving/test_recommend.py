@@ -4,6 +4,7 @@ import polars as pl
 import pytest
 
 from workbook import serving
+from workbook.errors import InputError
 from workbook.model.spec import ModelSpec
 
 
@@ -31,6 +32,19 @@ def test_reasons_give_headroom_stack_latency_and_monthly_cost(answer):
     assert "headroom target 75%" in text and "Software:" in text and "a month" in text and "interleaved" in text
     assert rec.usd_per_month == pytest.approx(rec.best["usd_per_month"]) and rec.usd_per_month > 0
     assert rec.best["utilisation"] <= rec.headroom + 1e-9 and not any("above the" in w for w in rec.warnings)
+
+
+def test_latency_line_names_the_statistic_and_target(answer):
+    s, _, rec = answer
+    line = next(r for r in rec.reasons if r.startswith("At this load"))
+    assert f"p99 time per token {rec.best['tpot_ms']:,.1f} ms, target {s.tpot_ms:,.0f} ms" in line
+    assert f"p99 time to first token {rec.best['ttft_ms']:,.0f} ms, target {s.ttft_ms:,.0f} ms" in line
+    assert rec.best["tpot_ms"] <= s.tpot_ms and rec.best["tpot_mean_ms"] <= rec.best["tpot_ms"]
+
+
+def test_prompt_tail_below_the_mean_is_refused():
+    with pytest.raises(InputError, match="prompt_tokens_p99"):
+        serving.ServeScenario(model=ModelSpec.from_params(8e9), prompt_tokens=1000, prompt_tokens_p99=500)
 
 
 def test_card_never_recommends_more_than_the_headroom_without_saying_so(answer):

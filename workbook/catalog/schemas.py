@@ -317,13 +317,16 @@ class InferenceRuns(pa.DataFrameModel):
     kv_precision: str = pa.Field(isin=("bf16", "fp8", "int8"))
     scenario: str = pa.Field(isin=("latency", "offline", "server"))
     batch: Optional[int] = pa.Field(nullable=True, ge=1)
-    prompt_tokens: int = pa.Field(ge=1)
+    prompt_tokens: int = pa.Field(ge=1)  # mean prompt length
+    prompt_tokens_p99: Optional[int] = pa.Field(nullable=True, ge=1)  # 99th percentile (null: not known)
     prompt_basis: str = pa.Field(isin=("stated", "assumed"))
     output_tokens: float = pa.Field(gt=0)
     ttft_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
     tpot_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
     load_tokens_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
     measure: str = pa.Field(isin=("tpot_ms", "ttft_ms", "tokens_per_s"))
+    # latencies: which statistic the source states (MLPerf logs give the mean and percentiles); null for throughput
+    latency_statistic: Optional[str] = pa.Field(nullable=True, isin=("mean", "p99", "unstated"))
     value: float = pa.Field(gt=0)
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)

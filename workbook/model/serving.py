@@ -19,11 +19,25 @@
   that emits the first token, plus the wait for a free sequence slot: the replica holds at most S sequences
   (memory, or the server's batch limit) and each holds its slot for O steps, an M/M/c queue with c = S servers
   (Sakasegawa's approximation; negligible until the slots are nearly all taken).
+
+Percentiles (latency targets, like MLPerf's server limits, are 99th percentiles: ``LATENCY_PERCENTILE``):
+* A step carries the weights once plus each sequence's share of the work (its decode, its KV reads and, through
+  chunked prefill, one O-th of a prompt's prefill): **step(B) = weights_s + a B** with a = (max(decode, KV reads)
+  + prefill) / O. A request's time per output token is the mean step over its O steps, so its tail comes from the
+  batch it lives with: the sequences in flight fluctuate around their mean B like a Poisson count (infinite-server
+  occupancy), B_p = B + z_p sqrt(B), and never exceed the slots S (a full replica queues instead:
+  its step stops growing and the wait moves into the first token).
+* First token at the percentile: the slot wait's tail (M/M/c: P(W > t) = C exp(-(c mu - lambda) t), C the
+  probability of waiting, c mu - lambda = (S - B) / hold) plus the prefill of the percentile prompt and the
+  percentile step. Adding percentiles bounds the sum's percentile from above (conservative).
 For a mixture of experts the weights read per step grow from the active to the total parameters as the batch
 touches more experts: min(total, active x B).
 """
 
 from __future__ import annotations
+
+import math
+from statistics import NormalDist
 
 import polars as pl
 
@@ -34,6 +48,7 @@ KV_TENSORS = 2  # keys and values
 ALLREDUCES_PER_LAYER = 2  # Megatron tensor parallel: one after attention, one after the MLP
 ACTIVATION_BYTES = 2.0  # all-reduced activations travel in BF16
 LINK_DIRECTIONS = 2  # link figures are bidirectional totals; a ring all-reduce sends in one direction
+LATENCY_PERCENTILE = 0.99  # the statistic latency targets (and MLPerf's server limits) set
 
 
 def _maximum(a, b):
@@ -47,6 +62,15 @@ def _minimum(a, b):
     if isinstance(a, pl.Expr) or isinstance(b, pl.Expr):
         return pl.min_horizontal(a, b)
     return min(a, b)
+
+
+def _log(x):
+    return x.log() if isinstance(x, pl.Expr) else math.log(x)
+
+
+def _z(percentile: float) -> float:
+    """Standard normal quantile of ``percentile``."""
+    return NormalDist().inv_cdf(percentile)
 
 
 def kv_bytes_per_token(n_layers, n_kv_heads, head_dim, kv_bytes):
@@ -122,3 +146,27 @@ def ttft_seconds(prefill_s, step_s, slot_wait_s):
     """Rest of the running step (step / 2) + the prompt's prefill + the step emitting the first token + the wait
     for a free slot."""
     return step_s / 2 + prefill_s + step_s + slot_wait_s
+
+
+def work_per_sequence_step(prefill_s, decode_s, kv_read_s, output_tokens):
+    """Replica-seconds each sequence in the batch adds to a step: one request's work spread over its O steps."""
+    return (_maximum(decode_s, kv_read_s) + prefill_s) / output_tokens
+
+
+def batch_percentile(sequences, max_sequences, percentile=LATENCY_PERCENTILE):
+    """Sequences in flight at ``percentile`` of a Poisson count around the mean, at most the slots."""
+    return _minimum(_maximum(sequences, sequences + _z(percentile) * sequences**0.5), max_sequences)
+
+
+def step_percentile_seconds(weights_s, per_sequence_s, sequences, max_sequences, percentile=LATENCY_PERCENTILE):
+    """Step time at the batch a request lives with at ``percentile``: weights_s + a x B_p."""
+    return weights_s + per_sequence_s * batch_percentile(sequences, max_sequences, percentile)
+
+
+def slot_wait_percentile_seconds(sequences, max_sequences, hold_s, percentile=LATENCY_PERCENTILE):
+    """Wait for a free slot at ``percentile``: M/M/c tail P(W > t) = C exp(-(c mu - lambda) t), with
+    C = mean wait x (c mu - lambda) (Sakasegawa's mean) and c mu - lambda = (slots - busy) / hold; zero while
+    fewer than 1 - percentile of the requests wait at all."""
+    rate = (max_sequences - sequences) / hold_s
+    waiting = slot_wait_seconds(sequences, max_sequences, hold_s) * rate
+    return _log(_maximum(waiting / (1 - percentile), 1.0)) / rate

@@ -47,12 +47,26 @@ def _warnings(o: dict, scenario) -> list[str]:
             "target: traffic peaks will queue and latency will grow."
         )
     for label, value, target in (
-        ("time per token", o["tpot_ms"], scenario.tpot_ms),
-        ("time to first token", o["ttft_ms"], scenario.ttft_ms),
+        ("p99 time per token", o["tpot_ms"], scenario.tpot_ms),
+        ("p99 time to first token", o["ttft_ms"], scenario.ttft_ms),
     ):
         if target is not None and value >= EDGE_FRACTION * target:
             out.append(f"At the edge: the {label} ({value:,.0f} ms) is within 10% of the {target:,.0f} ms target.")
     return out
+
+
+def _latency_line(o: dict, scenario) -> str:
+    """The p99 latencies (the statistic targets set) against the targets, and the means."""
+
+    def target(value):
+        return "" if value is None else f", target {value:,.0f} ms"
+
+    return (
+        f"At this load: p99 time per token {o['tpot_ms']:,.1f} ms{target(scenario.tpot_ms)} (mean "
+        f"{o['tpot_mean_ms']:,.1f} ms); p99 time to first token {o['ttft_ms']:,.0f} ms{target(scenario.ttft_ms)} "
+        f"(mean {o['ttft_mean_ms']:,.0f} ms). Prefill is interleaved with decode steps, so both include its "
+        "interference and the queueing."
+    )
 
 
 def _stack_line(o: dict) -> str:
@@ -98,9 +112,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"tokens/s; {'it runs' if one else 'each runs'} at "
         f"{best['utilisation']:.0%} of what it can sustain within your latency targets (headroom target "
         f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}).",
-        f"At this load the first token takes {best['ttft_ms']:,.0f} ms and each further token "
-        f"{best['tpot_ms']:,.1f} ms: "
-        "prefill is interleaved with decode steps, so both include its interference and the queueing.",
+        _latency_line(best, scenario),
         _stack_line(best),
         f"Memory per chip: {best['memory_per_chip_gb']:.0f} GB of {best['hbm_gb']:.0f} GB "
         f"(weights {best['weights_gb']:.0f}, KV cache of {best['sequences']:,.0f} sequences in flight "

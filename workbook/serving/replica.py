@@ -5,6 +5,8 @@ with no NVLink (L4, L40S, A10G: ``scaleup_domain_chips`` 1), across the cards of
 (``scaleup_bytes_per_s``), whose slower all-reduces the formulas charge per token. ``load_curve`` evaluates
 each configuration at loads rho = 1%..99% of its capacity (formulas in :mod:`workbook.model.serving`);
 ``limits`` keeps, per configuration, the highest load that fits in memory and meets the latency targets.
+Latency columns: ``tpot_ms`` / ``ttft_ms`` are the 99th percentiles (``sv.LATENCY_PERCENTILE``), the statistic
+the targets set and the one sizing compares with them; ``tpot_mean_ms`` / ``ttft_mean_ms`` are the means.
 The input frame carries the calibrated efficiencies per row (``eta_bw``, ``eta_c``).
 """
 
@@ -82,12 +84,21 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataFrame
     sequences = sv.sequences_in_flight(rps, s.output_tokens, step_s)
     slots = pl.col("max_sequences").clip(lower_bound=1)
     busy = pl.min_horizontal(sequences, slots * SLOTS_FULL)  # beyond: the replica does not fit (fits_in_memory)
-    slot_wait_s = sv.slot_wait_seconds(busy, slots, s.output_tokens * step_s)
+    hold_s = s.output_tokens * step_s
+    slot_wait_s = sv.slot_wait_seconds(busy, slots, hold_s)
+    per_sequence_s = sv.work_per_sequence_step(
+        pl.col("prefill_s"), pl.col("decode_s"), pl.col("kv_read_s"), s.output_tokens
+    )
+    step_p_s = pl.max_horizontal(step_s, sv.step_percentile_seconds(weights_s, per_sequence_s, busy, slots))
+    prefill_p_s = pl.col("prefill_s") * s.prompt_tokens_tail / s.prompt_tokens
+    ttft_p_s = sv.ttft_seconds(prefill_p_s, step_p_s, sv.slot_wait_percentile_seconds(busy, slots, hold_s))
     frame = frame.with_columns(
         load_fraction=rho,
         requests_per_s_per_replica=rps,
-        tpot_ms=step_s * 1000,
-        ttft_ms=sv.ttft_seconds(pl.col("prefill_s"), step_s, slot_wait_s) * 1000,
+        tpot_mean_ms=step_s * 1000,
+        ttft_mean_ms=sv.ttft_seconds(pl.col("prefill_s"), step_s, slot_wait_s) * 1000,
+        tpot_ms=step_p_s * 1000,
+        ttft_ms=ttft_p_s * 1000,
         sequences=sequences,
         kv_cache_gb=sequences * pl.col("kv_gb_per_sequence"),
         tokens_per_s_per_replica=rps * s.output_tokens,

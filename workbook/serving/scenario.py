@@ -66,7 +66,7 @@ class ServeScenario:
     output_tokens: int = 300
     requests_per_s: Optional[float] = None
     tokens_per_day: Optional[float] = None  # output tokens per day; alternative to requests_per_s
-    ttft_ms: Optional[float] = 2000.0
+    ttft_ms: Optional[float] = 2000.0  # targets are 99th percentiles (workbook.model.serving.LATENCY_PERCENTILE)
     tpot_ms: Optional[float] = 50.0
     n_kv_heads: Optional[int] = None
     pricing: tuple[str, ...] = DEFAULT_SERVE_PRICING
@@ -76,6 +76,7 @@ class ServeScenario:
     headroom: float = DEFAULT_HEADROOM  # replicas are sized to run at most this fraction of their capacity
     stack_choice: str = "best"  # "best": best published stack per vendor; "generic": open-source vLLM-type stack
     max_batch: Optional[int] = None  # the server's limit on sequences in flight (default: memory decides)
+    prompt_tokens_p99: Optional[int] = None  # 99th-percentile prompt length (default: every prompt is prompt_tokens)
     assumptions: ServeAssumptions = ServeAssumptions()
 
     def __post_init__(self):
@@ -101,8 +102,15 @@ class ServeScenario:
         _choice("stack_choice", self.stack_choice, STACK_CHOICES)
         if self.max_batch is not None:
             _number("max_batch", self.max_batch, 1, 1_000_000, integer=True)
+        if self.prompt_tokens_p99 is not None:
+            _number("prompt_tokens_p99", self.prompt_tokens_p99, self.prompt_tokens, 2_000_000, integer=True)
         for model in self.pricing:
             _choice("pricing", model, PRICING_MODELS)
+
+    @property
+    def prompt_tokens_tail(self) -> int:
+        """The prompt length at the latency percentile (the first-token tail's prefill)."""
+        return self.prompt_tokens_p99 or self.prompt_tokens
 
     @property
     def kv_heads(self) -> int:

@@ -8,9 +8,9 @@ median of the other stacks (``basis`` says which). The mixture-of-experts factor
 This is the honest error: a result is never predicted from itself. ``by_round`` shows it per round, so
 software drift is visible.
 
-MLPerf server latencies (mean TTFT / TPOT, whose p99 the round limits) are predicted at the model's own highest
-load within the same limits (:func:`workbook.serving.published.predict`); ``server_latency`` lists them per
-round against the 30% target.
+MLPerf server latencies (TTFT / TPOT, each row's mean or 99th percentile: the round limits the p99) are
+predicted, in the same statistic, at the model's own highest load within the same p99 limits
+(:func:`workbook.serving.published.predict`); ``server_latency`` lists them per round against the 30% target.
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ def validate(cat: Catalog, efficiency: ServingEfficiency | None = None) -> pl.Da
                 "weight_precision": run["weight_precision"],
                 "scenario": run["scenario"],
                 "measure": run["measure"],
+                "statistic": run["latency_statistic"],
                 "prompt_basis": run["prompt_basis"],
                 "published_value": run["value"],
                 "predicted_value": predicted,
@@ -112,7 +113,7 @@ def by_round(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def server_latency(frame: pl.DataFrame) -> pl.DataFrame:
-    """MLPerf server TTFT / TPOT results, per round: published and predicted mean (ms), the round's p99 limit, and
+    """MLPerf server TTFT / TPOT results, per round and statistic (mean, p99): published and predicted (ms), and
     whether the prediction is within 30% (``within_target``; a missing prediction is not)."""
     return (
         frame.filter((pl.col("scenario") == "server") & pl.col("measure").is_in(["ttft_ms", "tpot_ms"]))
@@ -124,6 +125,7 @@ def server_latency(frame: pl.DataFrame) -> pl.DataFrame:
             "accelerator_id",
             "stack",
             "measure",
+            "statistic",
             "published_value",
             "predicted_value",
             "error",
