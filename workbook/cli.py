@@ -206,8 +206,18 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     traffic = p.add_mutually_exclusive_group()
     traffic.add_argument("--rps", type=_positive("--rps"), help="requests per second (default 1)")
     traffic.add_argument("--tokens-per-day", type=_positive("--tokens-per-day"), help="output tokens per day")
-    p.add_argument("--ttft-ms", type=_positive("--ttft-ms"), default=2000.0, help="time-to-first-token target")
-    p.add_argument("--tpot-ms", type=_positive("--tpot-ms"), default=50.0, help="time-per-output-token target")
+    p.add_argument(
+        "--ttft-ms",
+        type=_positive("--ttft-ms"),
+        default=2000.0,
+        help="time-to-first-token target, 99th percentile (ms)",
+    )
+    p.add_argument(
+        "--tpot-ms",
+        type=_positive("--tpot-ms"),
+        default=50.0,
+        help="time-per-output-token target, 99th percentile (ms)",
+    )
     p.add_argument(
         "--headroom",
         type=_positive("--headroom"),
@@ -407,8 +417,8 @@ def _serve_output(frame: pl.DataFrame, scenario: serving.ServeScenario, single: 
         pl.col("chips_per_replica").alias("per_replica"),
         "chips",
         (pl.col("utilisation") * 100).round(0).alias("load_pct"),
-        pl.col("ttft_ms").round(0),
-        pl.col("tpot_ms").round(1),
+        pl.col("ttft_ms").round(0).alias("ttft_p99_ms"),
+        pl.col("tpot_ms").round(1).alias("tpot_p99_ms"),
         pl.col("usd_per_million_tokens").round(3),
         pl.col("infeasible_reason").fill_null("ok"),
     )

@@ -149,7 +149,7 @@ def _latency(best: dict, scenario) -> str:
         ("per token", best["tpot_ms"], scenario.tpot_ms),
     ):
         parts.append(f"{label} {value:,.0f} ms" + (f" (target {target:,.0f} ms)" if target is not None else ""))
-    return "Latency at this load: " + ", ".join(parts)
+    return "p99 latency at this load: " + ", ".join(parts)
 
 
 def _month_range(best: dict) -> str:

@@ -58,8 +58,8 @@ class ServeView:
             ),
             "output_tokens": w.BoundedIntText(value=300, min=1, max=200_000, description="Output tokens", style=STYLE),
             "rps": log_slider("Requests per second", 10, 0.01, 10_000),
-            "ttft_ms": log_slider("First-token target (ms)", 2000, 10, 60_000, ".0f"),
-            "tpot_ms": log_slider("Per-token target (ms)", 50, 2, 1000, ".0f"),
+            "ttft_ms": log_slider("First-token p99 target (ms)", 2000, 10, 60_000, ".0f"),
+            "tpot_ms": log_slider("Per-token p99 target (ms)", 50, 2, 1000, ".0f"),
             "headroom_pct": w.IntSlider(
                 value=round(serving.DEFAULT_HEADROOM * 100),
                 min=round(serving.scenario.MIN_HEADROOM * 100),

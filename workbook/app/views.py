@@ -153,7 +153,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
         "Pricing",
         "Chips",
         "Load",
-        "Latency (first token, per token)",
+        "p99 latency (first token, per token)",
         "$ / M output tokens",
         "Memory / chip",
         "Status",

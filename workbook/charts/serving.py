@@ -64,7 +64,7 @@ def price_template() -> alt.LayerChart:
             alt.Tooltip("chips:Q", format=","),
             alt.Tooltip("replicas:Q", title="Replicas"),
             alt.Tooltip("stack_name:N", title="Software"),
-            alt.Tooltip("tpot_ms:Q", title="ms per token", format=".1f"),
+            alt.Tooltip("tpot_ms:Q", title="p99 ms per token", format=".1f"),
             alt.Tooltip("usd_per_million_tokens:Q", title="$ / M tokens", format=PER_M),
             alt.Tooltip("usd_per_million_tokens_at_full_load:Q", title="$ / M at full load", format=PER_M),
         ],
@@ -107,7 +107,7 @@ def tradeoff_template() -> alt.LayerChart:
     curve = shaped(alt.Chart(alt.NamedData("curve")))
     x = alt.X(
         "tpot_ms:Q",
-        title="Time per output token (ms, log)",
+        title="p99 time per output token (ms, log)",
         scale=alt.Scale(type="log"),
         axis=alt.Axis(values=LOG_TICKS, format="~s"),
     )
@@ -121,7 +121,7 @@ def tradeoff_template() -> alt.LayerChart:
         tooltip=[
             alt.Tooltip("option:N", title="Accelerator"),
             alt.Tooltip("load_pct:Q", title="Load (% of capacity)", format=".0f"),
-            alt.Tooltip("tpot_ms:Q", title="ms per token", format=".1f"),
+            alt.Tooltip("tpot_ms:Q", title="p99 ms per token", format=".1f"),
             alt.Tooltip("tokens_per_s_per_chip:Q", title="tokens/s per chip", format=",.0f"),
         ],
     )
