@@ -26,9 +26,10 @@ def log_slider(description: str, value: float, low: float, high: float, fmt: str
     )
 
 
-def page_columns(controls: list[w.Widget], answer: list[w.Widget]) -> w.HBox:
+def page_columns(controls: list[w.Widget], answer: list[w.Widget], below: list[w.Widget]) -> w.VBox:
     """The controls beside the answer; where both do not fit (820 px) the answer wraps below the controls at full
-    width instead of being squeezed and clipped."""
+    width instead of being squeezed and clipped. ``below`` (the option table) spans the whole width under both, so
+    its nine columns do not wrap every cell at 1280 px."""
     left = w.VBox(controls, layout=w.Layout(width="460px", min_width="440px"))
     right = w.VBox(answer, layout=w.Layout(flex="1 1 480px"))
-    return w.HBox([left, right], layout=w.Layout(flex_flow="row wrap"))
+    return w.VBox([w.HBox([left, right], layout=w.Layout(flex_flow="row wrap")), *below])

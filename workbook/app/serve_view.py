@@ -137,7 +137,7 @@ class ServeView:
             c["months"],
         ]
         heading = w.HTML(views.table_heading("All serving options", "serving"))
-        return page_columns(left, [self.status, self.card, self.charts, heading, self.table])
+        return page_columns(left, [self.status, self.card, self.charts], [heading, self.table])
 
     def model(self) -> tuple[ModelSpec, str]:
         """The served model and its label: the Train tab's, unless the override is ticked."""

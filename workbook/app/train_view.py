@@ -186,7 +186,7 @@ class TrainView:
         self.prepare.on_click(lambda _: self.prepare_downloads())
         share = w.HBox([self.prepare, self.downloads], layout=w.Layout(align_items="center", flex_flow="row wrap"))
         heading = w.HTML(views.table_heading("All options", "options"))
-        return page_columns(left, [self.status, self.card, share, self.charts, heading, self.table])
+        return page_columns(left, [self.status, self.card, share, self.charts], [heading, self.table])
 
     def set_values(self, values: dict) -> None:
         """Set several controls at once (a scenario link), then recompute once."""
