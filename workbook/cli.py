@@ -172,7 +172,11 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool 
         default="nvidia",
         help="where the team's code runs today; sets porting effort and the delay before training starts",
     )
-    p.add_argument("--precision", choices=serving.WEIGHT_PRECISIONS if not single else PRECISIONS, default="bf16")
+    p.add_argument(
+        "--precision",
+        choices=serving.WEIGHT_PRECISIONS if not single else PRECISIONS,
+        help=f"default: bf16 for training, {serving.DEFAULT_SERVE_PRECISION} for serving (as published serving runs)",
+    )
     p.add_argument(
         "--pricing",
         choices=PRICING_MODELS,
@@ -241,7 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--params", type=_positive("--params"), required=True)
     serve.add_argument("--active-params", type=_positive("--active-params"))
     serve.add_argument("--accelerator", required=True)
-    serve.add_argument("--precision", choices=serving.WEIGHT_PRECISIONS, default="bf16")
+    serve.add_argument(
+        "--precision", choices=serving.WEIGHT_PRECISIONS, help=f"default {serving.DEFAULT_SERVE_PRECISION} (as the app)"
+    )
     serve.add_argument("--pricing", choices=PRICING_MODELS, default="on-demand")
     serve.add_argument("--cloud")
     serve.add_argument("--json", action="store_true")
@@ -289,7 +295,7 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
             tokens=args.tokens or preset or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * model.params,
             framework=args.framework,
             current_platform=args.current_platform,
-            precision=args.precision,
+            precision=args.precision or "bf16",
             chips=args.chips,
             days=args.days,
             pricing=(args.pricing,) if args.pricing else PRICING_MODELS,
@@ -343,11 +349,12 @@ def _check_ids(args, cat: catalog_mod.Catalog) -> None:
 
 def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
     _check_ids(args, cat)
-    kv = args.kv_precision or ("bf16" if args.precision == "int4" else args.precision)
+    precision = args.precision or serving.DEFAULT_SERVE_PRECISION
+    kv = args.kv_precision or ("bf16" if precision == "int4" else precision)
     try:
         return serving.ServeScenario(
             model=_model(args),
-            weight_precision=args.precision,
+            weight_precision=precision,
             kv_precision=kv,
             prompt_tokens=args.prompt_tokens,
             output_tokens=args.output_tokens,

@@ -43,13 +43,13 @@ class ServeView:
             "params_b": log_slider("Model size (B params)", 70, 0.1, 2000),
             "precision": w.ToggleButtons(
                 options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS],
-                value="fp8",
+                value=serving.DEFAULT_SERVE_PRECISION,
                 description="Weights",
                 style={**STYLE, "button_width": "55px"},
             ),
             "kv_precision": w.ToggleButtons(
                 options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS[:3]],
-                value="fp8",
+                value=serving.DEFAULT_SERVE_PRECISION,
                 description="KV cache",
                 style={**STYLE, "button_width": "55px"},
             ),

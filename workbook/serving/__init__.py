@@ -6,6 +6,7 @@ from workbook.serving.options import SERVE_COLUMNS, batch_curve, best_configs, e
 from workbook.serving.recommend import ServingRecommendation, recommend_serving
 from workbook.serving.scenario import (
     DEFAULT_HEADROOM,
+    DEFAULT_SERVE_PRECISION,
     DEFAULT_SERVE_PRICING,
     STACK_CHOICES,
     WEIGHT_PRECISIONS,
@@ -17,6 +18,7 @@ from workbook.serving.validation import validate
 
 __all__ = [
     "DEFAULT_HEADROOM",
+    "DEFAULT_SERVE_PRECISION",
     "DEFAULT_SERVE_PRICING",
     "SERVE_COLUMNS",
     "STACK_CHOICES",

@@ -33,6 +33,9 @@ WEIGHT_PRECISIONS = ("bf16", "fp8", "int8", "int4")
 # Serving prices on-demand unless the user picks otherwise: spot capacity can be reclaimed at any moment, and a
 # preempted replica breaks the latency target until a new one has loaded the model, so spot is never a default.
 DEFAULT_SERVE_PRICING = ("on-demand",)
+# Served weights and KV cache in FP8 by default, as today's published serving results run them (MLPerf Inference
+# v4.1-v5.1 Llama 2 70B: FP8 on H100/H200/B200/MI300X); chips without FP8 matmuls read FP8 weights and compute in BF16.
+DEFAULT_SERVE_PRECISION = "fp8"
 SPOT_WARNING = (
     "Spot capacity can be reclaimed at any moment: a preempted replica breaks the latency target until a new one "
     "has loaded the model. Keep on-demand or committed capacity for the base load."
@@ -60,8 +63,8 @@ class ServeScenario:
     """Serve ``model`` at a traffic level within latency targets."""
 
     model: ModelSpec
-    weight_precision: str = "bf16"
-    kv_precision: str = "bf16"
+    weight_precision: str = DEFAULT_SERVE_PRECISION
+    kv_precision: str = DEFAULT_SERVE_PRECISION
     prompt_tokens: int = 1000
     output_tokens: int = 300
     requests_per_s: Optional[float] = None
