@@ -54,12 +54,19 @@ def _schedule(option: dict) -> str:
 def describe(option: dict) -> str:
     """One line: chip on cloud (pricing, region): chips, schedule, cost with its range."""
     region = f", {option['region']}" if option.get("region") not in UNNAMED_REGIONS else ""
-    bill = " whole-term bill" if option.get("term_months") else ""
+    term = option.get("term_months")
+    bill = " whole-term bill" if term else ""
+    used = (
+        f"; {usd(option['amortised_cost_usd'])} of it for this job's hours if the rest of the {term:.0f}-month term "
+        "is used"
+        if term
+        else ""
+    )
     low, high = usd(option["cost_usd_low"]), usd(option["cost_usd_high"])
     spread = f" (range {low}-{high})" if low != high else ""
     return (
         f"{option['name']} on {option['cloud']} ({option['pricing_model']}{region}): {count(option['chips'], 'chip')}, "
-        f"{_schedule(option)}, {usd(option['cost_usd'])}{bill}{spread}"
+        f"{_schedule(option)}, {usd(option['cost_usd'])}{bill}{spread}{used}"
     )
 
 
