@@ -24,7 +24,7 @@ from workbook.training.recommend import FRAMEWORK_NAMES, UNNAMED_REGIONS, Recomm
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
 BRIEF_CHART = "cost"  # the one chart on the page; the others are separate downloads
-RULED_OUT_SHOWN = 6
+RULED_OUT_SHOWN = 3
 
 
 def chart_specs(scenario: Scenario, catalog: catalog_mod.Catalog) -> tuple[pl.DataFrame, dict]:
@@ -91,27 +91,19 @@ def assumptions(s: Scenario, cal: calibration_mod.Calibration) -> list[str]:
     goodput = (
         f"{a.goodput_override:.0%} (your override)"
         if a.goodput_override
-        else f"{cal.goodput:.0%} of wall time as published runs count it (calibrated; middle half "
-        f"{cal.goodput_low:.0%} to {cal.goodput_high:.0%}), less interruptions that grow with chips "
-        f"({throughput.INTERRUPTIONS_PER_CHIP_DAY * 1000:.2g} per 1,000 chip-days, "
-        f"{throughput.HOURS_LOST_PER_INTERRUPTION:.2g} h lost each, from Llama 3's 16k-GPU run)"
+        else f"{cal.goodput:.0%} of wall time as published runs count it (middle half {cal.goodput_low:.0%}-"
+        f"{cal.goodput_high:.0%}) less interruptions, {throughput.INTERRUPTIONS_PER_CHIP_DAY * 1000:.2g} per 1,000 "
+        "chip-days (Llama 3)"
     )
-    sharding = {
-        None: "the planner picks ZeRO-1 or ZeRO-3 per option",
-        0: "no ZeRO sharding",
-    }.get(a.zero_stage, f"ZeRO stage {a.zero_stage}")
-    recompute = (
-        "activation recomputation (none, selective or full) picked per option by the planner"
-        if a.recompute == "auto"
-        else f"{a.recompute} activation recomputation"
-    )
+    zero = "ZeRO stage per option by the planner" if a.zero_stage is None else f"ZeRO stage {a.zero_stage}"
+    recompute = "recomputation per option by the planner" if a.recompute == "auto" else f"{a.recompute} recomputation"
     porting = (
         f"counted at {usd(a.usd_per_engineer_week)} per engineer-week" if a.include_migration_cost else "not counted"
     )
     return [
         f"Share of peak compute used (MFU): {mfu}; share of time spent training (goodput): {goodput}.",
-        f"Memory: weights, gradients and optimizer state sharded across chips ({sharding}), "
-        f"{recompute}, {a.hbm_usable_fraction:.0%} of each chip's memory usable, "
+        f"Memory: weights, gradients and optimizer state sharded across chips ({zero}; {recompute}), "
+        f"{a.hbm_usable_fraction:.0%} of each chip's memory usable, "
         f"{a.framework_overhead_bytes / 1e9:g} GB per chip for the runtime.",
         f"Spot capacity loses {a.spot_preemption_overhead:.0%} extra chip-hours to preemptions. Porting work: "
         f"{porting}.",
@@ -187,7 +179,7 @@ def _serving(serving) -> str:
     if serving is None:
         return ""
     lines = present.items(serving_lines(serving), "wb-lines wb-small")
-    return f"<h2>Serving</h2><p><b>{html.escape(serving.headline)}</b></p>{lines}"
+    return f"<section><h2>Serving</h2><p><b>{html.escape(serving.headline)}</b></p>{lines}</section>"
 
 
 def _link(link: str) -> str:
@@ -217,9 +209,9 @@ def render(scenario: Scenario, catalog: catalog_mod.Catalog | None = None, link:
 <div class="wb-card"><div class="wb-headline">{html.escape(rec.headline)}</div>
 <p>Confidence: {html.escape(confidence(rec))}. {html.escape(answer(rec))}</p>
 <p class="wb-small">{html.escape(_constraints(scenario))}</p></div>
-<div class="wb-brief-grid"><div><h2>Runners-up</h2>{runners}
-<h2>Ruled out ({rec.infeasible.height})</h2>{_ruled_out(rec)}</div>
-<div><div class="wb-brief-chart">{chart}</div>{_serving(serving)}</div></div>
+<div class="wb-brief-grid"><section class="wb-brief-chart">{chart}</section>
+<section><h2>Runners-up</h2>{runners}</section>
+<section><h2>Ruled out ({rec.infeasible.height})</h2>{_ruled_out(rec)}</section>{_serving(serving)}</div>
 <h2>Assumptions</h2>{present.items(assumptions(scenario, cal), "wb-lines wb-small")}
 <p class="wb-footnote">Data as of: prices {cat.prices_as_of:%Y-%m-%d} (newest row; most list prices about 2025-05),
 accelerator specs {cat.accelerators["as_of"].max():%Y-%m-%d}; MFU and goodput calibrated on

@@ -53,13 +53,21 @@ def _open_and_run_all(page, address: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def browser():
+    """One Chromium for the module: Playwright's sync API cannot be started again while a module fixture holds it."""
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as p:
+        chromium = launch_chromium(p)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory, browser):
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(ROOT / "notebooks" / "explore.ipynb", root / "explore.ipynb")
-    with lab(root) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
+    with lab(root) as url:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         _open_and_run_all(page, url + "/lab/tree/explore.ipynb")
         page.locator(LIVE).first.wait_for(state="attached", timeout=300_000)
@@ -68,7 +76,7 @@ def live(tmp_path_factory):
         # Run All has finished when the last cell (a new chip, section 11) has printed its table.
         page.locator(".jp-OutputArea-output", has_text="my-chip").first.wait_for(state="attached", timeout=300_000)
         yield page
-        browser.close()
+        page.close()
 
 
 def _chart(page) -> str:
@@ -136,22 +144,16 @@ CONTRAST = """el => {
 }"""
 
 
-def test_the_dashboard_in_labs_dark_theme_is_readable_and_links_to_the_app(tmp_path):
+def test_the_dashboard_in_labs_dark_theme_is_readable_and_links_to_the_app(tmp_path, browser):
     """The app notebook run in JupyterLab's dark theme: the card and the option table read light on dark (contrast
     at least 4.5, WCAG AA), and the scenario link opens the app, not the Lab page."""
-    from playwright.sync_api import sync_playwright
-
     from workbook.app import links
 
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "themes.jupyterlab-settings").write_text('{"theme": "JupyterLab Dark"}')
     shutil.copy(ROOT / "notebooks" / "app.ipynb", tmp_path / "app.ipynb")  # a copy: Lab may save what it ran
-    with (
-        lab(tmp_path, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings")) as url,
-        sync_playwright() as p,
-    ):
-        browser = launch_chromium(p)
+    with lab(tmp_path, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings")) as url:
         page = browser.new_page(viewport={"width": 1400, "height": 1200})
         _open_and_run_all(page, url + "/lab/tree/app.ipynb")
         assert page.evaluate("document.body.dataset.jpThemeName") == "JupyterLab Dark"
@@ -165,4 +167,4 @@ def test_the_dashboard_in_labs_dark_theme_is_readable_and_links_to_the_app(tmp_p
         href = page.locator(".wb-share a.wb-link").get_attribute("href")
         assert href.startswith(links.DEFAULT_APP_URL + "?") and "mode=train" in href, href
         assert "in the app at" in page.locator(".wb-share a.wb-link").inner_text()
-        browser.close()
+        page.close()
