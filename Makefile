@@ -28,9 +28,11 @@ test: $(STAMP) lint
 
 # The model, data, training, serving, charts, app and CLI layers: no browser, no Voila server, no notebooks.
 # One pytest worker per core (pytest-xdist; a test file stays on one worker, so its module fixtures are built once),
-# polars single-threaded in each so the workers do not fight over the cores.
+# polars single-threaded in each so the workers do not fight over the cores. Without the notebook plugin (nbval) and
+# the e2e folder, nothing imports nbformat, whose jsonschema import costs each worker ~2 s building an IRI grammar.
 test-fast: $(STAMP)
-	POLARS_MAX_THREADS=1 $(BIN)/python -m pytest tests -n auto --dist loadfile -m "not browser and not e2e and not notebook"
+	POLARS_MAX_THREADS=1 $(BIN)/python -m pytest tests -n auto --dist loadfile -p no:nbval -o addopts=-q \
+		--ignore=tests/e2e -m "not browser and not e2e and not notebook"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -8,6 +8,9 @@ server can point it elsewhere. Everything in it is a cache: deleting the folder 
 process in memory and across processes on disk, keyed by the content of every table of the catalog and by
 :func:`code_version`, so a changed table, a changed line of the package, another package version or another
 polars version computes it again, and nothing stale is ever returned.
+
+:class:`Memo` keeps the last few results of a pure function of frames in memory (``options.evaluate_full``: a slider
+moved back, the downloads of the result on screen, a new visitor's default scenario).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import io
 import json
 import os
 import weakref
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from pathlib import Path
 
 import polars as pl
@@ -131,3 +135,35 @@ def per_catalog(name: str, kind: type) -> Callable:
         return cached
 
     return decorate
+
+
+class Memo:
+    """The most recently used results by key, in this process, up to ``max_bytes`` in all (polars' estimate; the
+    least recently used dropped first, the newest always kept).
+
+    A result is a polars frame, handed out as a fresh (shallow, copy-free) clone each time, so a caller that
+    changes its copy in place (``insert_column``) cannot change what the next caller gets.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._results: OrderedDict[Hashable, pl.DataFrame] = OrderedDict()
+
+    def get(self, key: Hashable, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        if key in self._results:
+            self._results.move_to_end(key)
+        else:
+            self._results[key] = compute()
+            while len(self._results) > 1 and self.estimated_bytes() > self.max_bytes:
+                self._results.popitem(last=False)
+        return self._results[key].clone()
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def clear(self) -> None:
+        self._results.clear()
+
+    def estimated_bytes(self) -> int:
+        """Memory the kept results hold (clones handed out share it)."""
+        return sum(frame.estimated_size() for frame in self._results.values())

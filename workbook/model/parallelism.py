@@ -36,6 +36,7 @@ import functools
 import polars as pl
 
 from workbook.model import memory
+from workbook.model.units import HEAD_DIM
 
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 PP_DEGREES = (1, 2, 4, 8, 16, 32)
@@ -50,6 +51,9 @@ SP_COLLECTIVES_FULL_RECOMPUTE = 12  # the forward ones run again
 CP_PASSES = 3  # keys/values forward, keys/values and their gradients backward
 A2A_PASSES = 4  # dispatch + combine, forward + backward
 FULL_RECOMPUTE_FACTOR = 4 / 3  # forward (2 of 6 FLOPs per parameter per token) runs twice
+# A few thousand candidate rows per plan: polars' streaming engine (its default since 2.0) spends more setting up a
+# query than running it; the in-memory engine, the one eager DataFrame methods use, takes about half the time.
+ENGINE = "in-memory"
 
 LAYOUT_COLUMNS = ("tensor_parallel", "pipeline_parallel", "context_parallel", "data_parallel", "expert_parallel")
 STEP_PARTS = ("compute_s", "bubble_s", "tp_comm_s", "exposed_comm_s")
@@ -73,12 +77,11 @@ def scaleout_bytes_per_s() -> pl.Expr:
 
 
 @functools.lru_cache(maxsize=32)
-def _layouts_under_caps(recompute: str | None, zero_stage: int | None) -> pl.DataFrame:
-    """For every combination of caps (the largest tensor, pipeline and context degree a row allows), every layout
-    under them: ``_t``, ``_p``, ``_c``, ``recompute``, ``zero_stage``, in grid order. ``recompute``/``zero_stage``
-    fix those choices (None: the planner picks); ZeRO-3 (FSDP) only without a pipeline unless the stage is fixed.
+def _layouts(recompute: str | None, zero_stage: int | None) -> pl.DataFrame:
+    """Every layout of the grid: ``_t``, ``_p``, ``_c``, ``recompute``, ``zero_stage``, in grid order (at most
+    7 x 6 x 6 x 3 x 2 rows). ``recompute``/``zero_stage`` fix those choices (None: the planner picks); ZeRO-3 (FSDP)
+    only without a pipeline unless the stage is fixed.
     """
-    degrees = {"_t": TP_DEGREES, "_p": PP_DEGREES, "_c": CP_DEGREES}
     layouts = (
         pl.DataFrame({"_t": TP_DEGREES})
         .join(pl.DataFrame({"_p": PP_DEGREES}), how="cross")
@@ -88,13 +91,7 @@ def _layouts_under_caps(recompute: str | None, zero_stage: int | None) -> pl.Dat
     )
     if zero_stage is None:
         layouts = layouts.filter((pl.col("zero_stage") < 3) | (pl.col("_p") == 1))
-    caps = pl.DataFrame({"_t_cap": TP_DEGREES}).join(pl.DataFrame({"_p_cap": PP_DEGREES}), how="cross")
-    caps = caps.join(pl.DataFrame({"_c_cap": CP_DEGREES}), how="cross")
-    return (
-        caps.join(layouts, how="cross", maintain_order="left_right")
-        .filter(pl.all_horizontal(pl.col(k) <= pl.col(f"{k}_cap") for k in degrees))
-        .with_columns(pl.col(*degrees).cast(pl.Float64))
-    )
+    return layouts.with_columns(pl.col("_t", "_p", "_c").cast(pl.Float64))
 
 
 def _cap(limit: pl.Expr, degrees: tuple[int, ...]) -> pl.Expr:
@@ -108,10 +105,10 @@ def _candidates(rows: pl.LazyFrame, settings: dict, n: pl.Expr | None = None) ->
 
     Tensor parallelism inside the scale-up domain and at most one head per rank; at most one layer per pipeline
     stage; a context-parallel rank keeps at least ``MIN_TOKENS_PER_CP_RANK`` tokens. With a chip count ``n``,
-    also d = n / (t*p*c) >= 1 and m = G / (d*b*s) >= 1. Built by an equi-join on the caps, never a full grid
-    per row, and only on the row index (the inputs are joined to the survivors).
+    also d = n / (t*p*c) >= 1 and m = G / (d*b*s) >= 1. Built on the row index and the caps only (the grid is a
+    few hundred layouts; the inputs are joined to the survivors).
     """
-    heads = pl.col("attention_dim") / 128
+    heads = pl.col("attention_dim") / HEAD_DIM
     caps = rows.select(
         "_row",
         _t_cap=_cap(pl.min_horizontal(pl.col("scaleup_domain_chips"), heads), TP_DEGREES),
@@ -120,8 +117,9 @@ def _candidates(rows: pl.LazyFrame, settings: dict, n: pl.Expr | None = None) ->
         _n=pl.lit(None, pl.Float64) if n is None else n,
         _most=pl.col("global_batch_tokens") / (settings["micro_batch"] * pl.col("seq_len")),  # d at m = 1
     )
-    layouts = _layouts_under_caps(settings.get("recompute"), settings.get("zero_stage")).lazy()
-    candidates = caps.join(layouts, on=["_t_cap", "_p_cap", "_c_cap"], maintain_order="left_right")
+    layouts = _layouts(settings.get("recompute"), settings.get("zero_stage")).lazy()
+    under_caps = pl.all_horizontal(pl.col(k) <= pl.col(f"{k}_cap") for k in ("_t", "_p", "_c"))
+    candidates = caps.join(layouts, how="cross", maintain_order="left_right").filter(under_caps)
     if n is not None:
         model_parallel = pl.col("_t") * pl.col("_p") * pl.col("_c")
         n = pl.col("_n")
@@ -307,7 +305,7 @@ def _best_layouts(rows: pl.DataFrame, chips: str, efficiency: str, settings: dic
             / (n * pl.col("step_s") * pl.col("peak_flops_per_s")),
         )
         .select("_row", *PLAN_COLUMNS)
-        .collect()
+        .collect(engine=ENGINE)
     )
 
 
@@ -339,7 +337,7 @@ def min_chips(frame: pl.DataFrame, settings: dict) -> pl.DataFrame:
         .group_by("_row")
         .agg(pl.col("_fit").min().alias("min_chips_to_fit"), pl.col("_allowed").max().alias("max_chips_for_batch"))
     )
-    limits = distinct.join(agg.collect(), on="_row", how="left", maintain_order="left").drop("_row")
+    limits = distinct.join(agg.collect(engine=ENGINE), on="_row", how="left", maintain_order="left").drop("_row")
     return frame.join(limits, on=list(INPUT_COLUMNS), how="left", nulls_equal=True, maintain_order="left")
 
 

@@ -14,6 +14,7 @@ import math
 
 import polars as pl
 
+from workbook import cache
 from workbook import catalog as catalog_mod
 from workbook.model import cost, flops, memory, parallelism, sizing, throughput
 from workbook.model.spec import ModelSpec
@@ -562,9 +563,31 @@ def evaluate_full(
     """Every option with every input and intermediate column (for sweeps, charts and explanations).
 
     ``jobs_frame`` (from :func:`job_frame`) evaluates several jobs at once; the ``job`` and ``sweep``
-    columns tell them apart. By default: the scenario's own job only.
+    columns tell them apart. By default: the scenario's own job only. The latest results, up to
+    :data:`EVALUATIONS_KEPT_BYTES`, are kept in memory, keyed by the scenario, the catalog's content, the
+    calibration and the jobs: a repeated call returns the same frame without computing it.
     """
     cat = catalog or _default_catalog()
+    key = (
+        scenario,
+        cache.content_digest(cat),
+        calibration,  # None: the default one, itself a function of the catalog's content
+        None if jobs_frame is None else cache.frame_digest(jobs_frame),
+    )
+    return _EVALUATIONS.get(key, lambda: _evaluate_full(scenario, cat, calibration, jobs_frame))
+
+
+# A Train-tab result with its sweeps is 2-5 MB, a plain evaluate() 0.2 MB: the last five or so app results.
+EVALUATIONS_KEPT_BYTES = 24_000_000
+_EVALUATIONS = cache.Memo(EVALUATIONS_KEPT_BYTES)
+
+
+def _evaluate_full(
+    scenario: Scenario,
+    cat: catalog_mod.Catalog,
+    calibration: calibration_mod.Calibration | None,
+    jobs_frame: pl.DataFrame | None,
+) -> pl.DataFrame:
     cal = calibration or _default_calibration(cat)
     summary = cat.price_summary(scenario.pricing, scenario.constraints.clouds).select(
         "accelerator_id", "cloud", "pricing_model", "usd_per_chip_hour_typical", "price_rows"
