@@ -159,7 +159,12 @@ def test_option_table_filter_narrows_rows_and_survives_sort_and_redraw(page):
         assert shown and all("tpu" in r for r in shown) and len(shown) < rows.count(), shown
     finally:
         box.fill("")
-    assert len(rows.evaluate_all(VISIBLE_ROWS)) == rows.count() > 10  # cleared: every row is back
+    # cleared: every row is back (once a redraw still under way after the slider move has landed)
+    page.wait_for_function(
+        """() => { const rows = Array.from(document.querySelectorAll('table[data-filter-name=options] tbody tr'));
+                   return rows.length > 10 && rows.every(r => r.getClientRects().length); }""",
+        timeout=30_000,
+    )
 
 
 def test_model_size_slider_changes_charts_and_recommendation(page):
