@@ -26,13 +26,16 @@ app: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/python -m pytest
 
-# The model, data, training, serving, charts, app and CLI layers: no browser, no Voila server, no notebooks.
+# The model, data, training, serving, charts, app and CLI layers: no browser, no Voila server, no notebooks, none of
+# the few multi-second end-to-end checks marked slow (PNG export, the CLI's report, the 25-scenario fuzz).
 # One pytest worker per core (pytest-xdist; a test file stays on one worker, so its module fixtures are built once),
 # polars single-threaded in each so the workers do not fight over the cores. Without the notebook plugin (nbval) and
 # the e2e folder, nothing imports nbformat, whose jsonschema import costs each worker ~2 s building an IRI grammar.
+# Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE, as on CI machines): without
+# it every worker and every CLI subprocess compiles the package and rewrites the tests' asserts again (~3 s each).
 test-fast: $(STAMP)
-	POLARS_MAX_THREADS=1 $(BIN)/python -m pytest tests -n auto --dist loadfile -p no:nbval -o addopts=-q \
-		--ignore=tests/e2e -m "not browser and not e2e and not notebook"
+	PYTHONDONTWRITEBYTECODE= POLARS_MAX_THREADS=1 $(BIN)/python -m pytest tests -n auto --dist loadfile -p no:nbval -o addopts=-q \
+		--ignore=tests/e2e -m "not browser and not e2e and not notebook and not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

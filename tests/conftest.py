@@ -1,5 +1,6 @@
 """Layer markers: tests under ``tests/e2e`` start a Voila server (``e2e``); notebook cells run by nbval are
-``notebook``; tests that drive Chromium carry ``browser`` themselves. ``make test-fast`` skips all three."""
+``notebook``; tests that drive Chromium carry ``browser``, multi-second end-to-end checks ``slow``, themselves.
+``make test-fast`` skips all four."""
 
 import subprocess
 from pathlib import Path

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import math
 import sys
@@ -236,6 +237,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+@functools.cache  # built once per process: parsing leaves it unchanged (no list defaults, no append actions)
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="workbook", description="Which accelerator to train on, how many, how long, what cost.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {workbook.__version__}")

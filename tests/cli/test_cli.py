@@ -134,6 +134,7 @@ def test_bad_input_exits_2_with_one_line(cli, args, flag):
     assert out.stderr.count("\n") == 1 and flag in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_report_command_writes_a_self_contained_page(cli, tmp_path):
     out = tmp_path / "report.html"
     result = cli("report", "--params", "7e9", "--days", "14", "--pricing", "spot", "--out", str(out))

@@ -83,6 +83,7 @@ def test_cli_fuzz_never_tracebacks(capsys, command, argv):
                     assert math.isfinite(value) and value >= 0, (key, value)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     params=st.floats(1e8, 2e12),

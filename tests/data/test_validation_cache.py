@@ -18,6 +18,7 @@ def checks(monkeypatch, tmp_path):
     """A fresh, empty cache (memory and disk) and a list of the tables pandera validated."""
     monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(loading, "_VALIDATED", {})
+    monkeypatch.setattr(loading, "_LOADED", {})
     seen = []
     real = loading._check
 
@@ -39,7 +40,9 @@ def test_unchanged_files_are_validated_once_then_read_back_equal(checks, tmp_pat
     assert len(list((tmp_path / "cache" / "tables").glob("*.arrow"))) == TABLES
     second = catalog.load()
     assert len(checks) == TABLES, "an unchanged file must not be validated again"
-    monkeypatch.setattr(loading, "_VALIDATED", {})  # a new kernel: only the on-disk cache is left
+    assert second is first, "the same files give the same catalog object (what is computed per catalog is reused)"
+    for name in ("_VALIDATED", "_LOADED"):  # a new kernel: only the on-disk cache is left
+        monkeypatch.setattr(loading, name, {})
     third = catalog.load()
     assert len(checks) == TABLES
     for name, frame in _frames(first).items():
@@ -80,7 +83,8 @@ def test_a_changed_valid_file_is_checked_and_its_new_values_used(checks, tmp_pat
 
 def test_an_unreadable_cache_entry_is_validated_again(checks, tmp_path, monkeypatch):
     catalog.load()
-    monkeypatch.setattr(loading, "_VALIDATED", {})
+    for name in ("_VALIDATED", "_LOADED"):
+        monkeypatch.setattr(loading, name, {})
     for entry in (tmp_path / "cache" / "tables").glob("*.arrow"):
         entry.write_bytes(b"not arrow")
     checks.clear()

@@ -365,13 +365,43 @@ def data_root(data_dir: Path | str | None = None) -> Path:
     return root
 
 
+TABLE_FILES = (
+    "kinds",
+    "accelerators",
+    "prices",
+    "reference_runs",
+    "inference_runs",
+    "mfu_proxies",
+    "frameworks",
+    "framework_switches",
+    "platform_ports",
+    "capacity",
+)
+_LOADED: dict[tuple, Catalog] = {}  # the files' paths and content digests -> the catalog, for this process
+
+
+def _fingerprint(path: Path) -> tuple[str, bytes | None]:
+    return str(path), hashlib.sha256(path.read_bytes()).digest() if path.is_file() else None
+
+
 def load(data_dir: Path | str | None = None, price_overrides: Path | str | None = None) -> Catalog:
     """Load and validate every table; optionally layer a user's price file over the shipped prices.
 
     Override rows replace the shipped rows for the same accelerator, cloud and pricing model (see
-    :func:`layer_prices`); the prices frame has a ``user_price`` column either way.
+    :func:`layer_prices`); the prices frame has a ``user_price`` column either way. Files with the same content
+    as an earlier call give the same (frozen) catalog object, so what is computed per catalog is reused.
     """
     root = data_root(data_dir)
+    files = [root / f"{name}.csv" for name in TABLE_FILES]
+    key = tuple(map(_fingerprint, files if price_overrides is None else [*files, Path(price_overrides)]))
+    if key not in _LOADED:
+        if len(_LOADED) >= 16:  # uploads add one entry each: bounded in a long-lived kernel
+            _LOADED.clear()
+        _LOADED[key] = _load(root, price_overrides)
+    return _LOADED[key]
+
+
+def _load(root: Path, price_overrides: Path | str | None) -> Catalog:
     kinds = read_table(root / "kinds.csv", schemas.Kinds)
     accelerators = read_table(root / "accelerators.csv", schemas.Accelerators)
     _unknown_ids(accelerators, kinds["kind"].to_list(), str(root / "accelerators.csv"), "kind")

@@ -17,6 +17,7 @@ import math
 
 import polars as pl
 
+from workbook import cache
 from workbook.catalog import Catalog
 from workbook.model import flops, throughput
 from workbook.present import count
@@ -311,15 +312,25 @@ def without_family(catalog: Catalog, family: str) -> Catalog:
     )
 
 
-def held_out(catalog: Catalog) -> pl.DataFrame:
-    """:func:`backtest` rows where each run is predicted by a calibration fitted without any run (benchmarks and
-    full runs) of its own accelerator family; ``goodput_without_family`` is that calibration's goodput."""
+@dataclasses.dataclass(frozen=True)
+class HeldOut:
+    rows: pl.DataFrame
+
+
+@cache.per_catalog("training-held-out", HeldOut)  # one calibration per family: computed once per table content
+def _held_out(catalog: Catalog) -> HeldOut:
     parts = []
     for family in full_runs(catalog)["family"].unique().sort().to_list():
         cal = calibration_mod.fit(without_family(catalog, family))
         result = backtest(catalog, cal).filter(pl.col("family") == family)
         parts.append(result.with_columns(goodput_without_family=pl.lit(cal.goodput)))
-    return pl.concat(parts).sort("abs_error")
+    return HeldOut(pl.concat(parts).sort("abs_error"))
+
+
+def held_out(catalog: Catalog) -> pl.DataFrame:
+    """:func:`backtest` rows where each run is predicted by a calibration fitted without any run (benchmarks and
+    full runs) of its own accelerator family; ``goodput_without_family`` is that calibration's goodput."""
+    return _held_out(catalog).rows
 
 
 def leave_one_family_out(catalog: Catalog, rows: pl.DataFrame | None = None) -> pl.DataFrame:
