@@ -227,3 +227,17 @@ def test_shortest_plan_says_how_much_of_it_is_porting():
     at_home = recommend.shortest_plan(dataclasses.replace(s, framework="jax", current_platform="tpu"))
     assert at_home[0].startswith("Nothing finishes within 30 days.")
     assert "porting" not in at_home[0] + at_home[1]
+
+
+@pytest.mark.parametrize("order", [("us-west-2", "eu-west-1"), ("eu-west-1", "us-west-2")])
+def test_a_tie_between_regions_goes_to_the_same_region_whatever_the_file_order(tmp_path, order):
+    path = tmp_path / "tie.csv"
+    header = "accelerator_id,cloud,pricing_model,usd_per_chip_hour,as_of,source,region\n"
+    path.write_text(header + "".join(f"h100-sxm,aws,on-demand,2.0,2026-11-01,deal,{r}\n" for r in order))
+    cat = catalog.load(price_overrides=path)
+    jobs = pl.DataFrame(
+        {"row": [0], "accelerator_id": ["h100-sxm"], "cloud": ["aws"], "pricing_model": ["on-demand"]}
+    ).with_columns(chips=pl.lit(64), block_chips=pl.lit(8), kind=pl.lit("gpu"))
+    picked = cat.cheapest_quotes(jobs, ("on-demand",))
+    assert picked.height == 1 and picked["quote_usd_per_chip_hour"][0] == 2.0
+    assert picked["region"][0] == "eu-west-1"  # the first by name, not the first in the file

@@ -139,7 +139,13 @@ class Catalog:
             jobs.select("row", "accelerator_id", "cloud", "pricing_model", "chips", "block_chips", "kind")
             .join(quotes, on=["accelerator_id", "cloud", "pricing_model"])
             .filter(fits)
-            .sort("quote_usd_per_chip_hour", "quote_as_of", descending=[False, True])
+            .sort(  # ties (same price, same date) go to the first region and instance by name: the same every run
+                "quote_usd_per_chip_hour",
+                "quote_as_of",
+                "region",
+                "instance_type",
+                descending=[False, True, False, False],
+            )
             .group_by("row", maintain_order=True)
             .first()
             .drop("accelerator_id", "cloud", "pricing_model", "chips", "block_chips", "kind", "whole_node")
