@@ -161,3 +161,13 @@ def test_impossible_scenario_leaves_every_train_chart_with_a_message():
     sets = charts.tab_datasets(everything, 30, impossible.model.params)
     assert all(data["message"] for name, data in sets.items() if name != "size" or not data["points"])
     assert pl.DataFrame(sets["cost"]["options"]).height == 0
+
+
+@pytest.mark.parametrize("tab", ["train", "serve"])
+def test_the_memory_legend_lists_the_components_drawn(tab, train_sets, serve_sets):
+    """Serving holds no gradients or optimizer state: its legend does not offer them; colours match the Train tab's."""
+    templates, sets = (charts.TEMPLATES, train_sets) if tab == "train" else (charts_serving.TEMPLATES, serve_sets)
+    drawn = {r["component"] for r in sets["memory"]["parts"] if r["gb"] > 0}
+    bars = templates["memory"]().to_dict()["layer"][0]["encoding"]["color"]["scale"]
+    assert drawn and set(bars["domain"]) == drawn, (bars["domain"], drawn)
+    assert all(common.COMPONENT_COLOURS[c] == colour for c, colour in zip(bars["domain"], bars["range"], strict=True))

@@ -17,10 +17,22 @@ import polars as pl
 from workbook import cache
 from workbook.catalog import shipped_palette
 
-COMPONENT_ORDER = ["weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"]
-COMPONENT_COLORS = alt.Scale(
-    domain=COMPONENT_ORDER, range=["#1f4e79", "#4c78a8", "#9ecae9", "#72b7b2", "#b279a2", "#bab0ac"]
-)
+COMPONENT_COLOURS = {  # memory components in stacking order, each with one colour in every chart
+    "weights": "#1f4e79",
+    "gradients": "#4c78a8",
+    "optimizer": "#9ecae9",
+    "activations": "#72b7b2",
+    "kv_cache": "#b279a2",
+    "overhead": "#bab0ac",
+}
+COMPONENT_ORDER = list(COMPONENT_COLOURS)
+
+
+def component_scale(components: tuple[str, ...]) -> alt.Scale:
+    """The colour scale of a memory chart showing ``components`` (its legend lists only those)."""
+    return alt.Scale(domain=list(components), range=[COMPONENT_COLOURS[c] for c in components])
+
+
 # The spec's plot width: the report's PNG and SVG and the first draw use it; in the app and the static page each
 # chart is then widened or narrowed to fill its grid cell (workbook/app/chartgrid.js)
 WIDTH = 260

@@ -213,23 +213,31 @@ def combined_datasets(combos: pl.DataFrame | None) -> dict[str, list[dict]]:
     return {"combos": long.to_dicts(), "message": []}
 
 
+SERVING_COMPONENTS = ("weights", "kv_cache", "overhead")  # what a served replica holds (no gradients, optimizer)
+
+
 def memory_long(frame: pl.DataFrame) -> pl.DataFrame:
     """Serving memory per chip as the long frame ``charts.memory`` draws (weights, KV cache, overhead vs HBM)."""
     keys = ["accelerator_id", "name", "chips_per_replica", "hbm_gb"]
     return (
         best_options(frame)
         .head(8)
-        .select(*keys, "weights_gb", "kv_cache_gb", "overhead_gb")
+        .select(*keys, *(f"{c}_gb" for c in SERVING_COMPONENTS))
         .rename({"chips_per_replica": "chips"})
         .unpivot(index=["accelerator_id", "name", "chips", "hbm_gb"], variable_name="component", value_name="gb")
         .with_columns(pl.col("component").str.strip_suffix("_gb"))
     )
 
 
+def memory_template() -> alt.LayerChart:
+    """The Train tab's memory chart, its legend listing only what a served replica holds."""
+    return training.memory_template(SERVING_COMPONENTS)
+
+
 TEMPLATES = {
     "price": price_template,
     "tradeoff": tradeoff_template,
-    "memory": training.memory_template,
+    "memory": memory_template,
     "combined": combined_template,
 }
 

@@ -14,7 +14,6 @@ import polars as pl
 
 from workbook.charts.common import (
     BAR_STEP,
-    COMPONENT_COLORS,
     COMPONENT_ORDER,
     LABEL_LIMIT,
     LOG_TICKS,
@@ -26,6 +25,7 @@ from workbook.charts.common import (
     WIDTH,
     best_per_accelerator,
     clipped,
+    component_scale,
     family_color,
     keyed,
     message_layer,
@@ -39,6 +39,7 @@ from workbook.charts.common import (
     short_name,
     with_option,
 )
+from workbook.model.memory import COMPONENTS as TRAINING_COMPONENTS
 from workbook.training import options
 
 TITLES = {  # one name per chart: its title in the page and its download's label
@@ -191,7 +192,9 @@ def frontier(sweep_frame: pl.DataFrame, deadline_days: float | None) -> alt.Laye
 
 # ---- 3. memory per chip ------------------------------------------------------------------------
 @functools.cache
-def memory_template() -> alt.LayerChart:
+def memory_template(components: tuple[str, ...] = TRAINING_COMPONENTS) -> alt.LayerChart:
+    """Memory per chip by component (``components``: those the tab draws, in stacking order; a training run holds
+    no KV cache)."""
     y = alt.Y(
         "label:N",
         sort=alt.EncodingSortField("slot", op="min", order="ascending"),
@@ -206,8 +209,8 @@ def memory_template() -> alt.LayerChart:
             y=y,
             color=alt.Color(
                 "component:N",
-                scale=COMPONENT_COLORS,
-                sort=COMPONENT_ORDER,
+                scale=component_scale(components),
+                sort=list(components),
                 title="Component",
                 legend=alt.Legend(orient="bottom", columns=3),
             ),
