@@ -128,14 +128,13 @@ def _candidates(rows: pl.LazyFrame, settings: dict, n: pl.Expr | None = None) ->
     return layout.join(rows, on="_row", maintain_order="left")
 
 
-def _memory(s: dict, d: pl.Expr, m: pl.Expr) -> dict[str, pl.Expr]:
-    """Bytes per chip by component for the layout columns and ``d`` data-parallel ranks."""
+def _memory(s: dict, d: pl.Expr, m: pl.Expr, shared: dict[str, pl.Expr] | None = None) -> dict[str, pl.Expr]:
+    """Bytes per chip by component for the layout columns and ``d`` data-parallel ranks (``shared``:
+    :func:`_shared` as columns, where the caller has added them)."""
     t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
-    e = _expert_parallel(d)
-    dense = pl.col("params") - pl.col("expert_params")
-    slice_params = dense / (t * p) + pl.col("expert_params") / (t * p * e)
+    shared = shared or _shared(d)
+    slice_params, v = shared["_slice_params"], shared["_chunks"]
     parts = memory.model_state_bytes(slice_params, d * c, pl.col("zero_stage"))
-    v = _chunks()
     in_flight = pl.min_horizontal(p, m) / p * pl.when(v > 1).then(1 + (p - 1) / (p * v)).otherwise(1.0)
     live = pl.col("n_layers") * in_flight
     seq = pl.col("seq_len") / c
@@ -149,6 +148,18 @@ def _memory(s: dict, d: pl.Expr, m: pl.Expr) -> dict[str, pl.Expr]:
     fsdp = memory.FSDP_PREFETCH_LAYERS * memory.WEIGHT_BYTES * layer / t
     parts["overhead"] = s["framework_overhead_bytes"] + pl.when(pl.col("zero_stage") >= 3).then(fsdp).otherwise(0.0)
     return parts
+
+
+def _shared(d: pl.Expr) -> dict[str, pl.Expr]:
+    """What memory and step time both read: expert-parallel degree, parameters per rank, pipeline chunks."""
+    t, p = pl.col("_t"), pl.col("_p")
+    e = _expert_parallel(d)
+    dense = pl.col("params") - pl.col("expert_params")
+    return {
+        "expert_parallel": e,
+        "_slice_params": dense / (t * p) + pl.col("expert_params") / (t * p * e),
+        "_chunks": _chunks(),
+    }
 
 
 def _expert_parallel(d: pl.Expr) -> pl.Expr:
@@ -170,9 +181,12 @@ def _link(group: pl.Expr) -> pl.Expr:
     )
 
 
-def _step(chips: pl.Expr, d: pl.Expr, m: pl.Expr, efficiency: pl.Expr) -> dict[str, pl.Expr]:
-    """Seconds per optimizer step by part, for the layout columns."""
+def _step(
+    chips: pl.Expr, d: pl.Expr, m: pl.Expr, efficiency: pl.Expr, shared: dict[str, pl.Expr]
+) -> dict[str, pl.Expr]:
+    """Seconds per optimizer step by part, for the layout columns (``shared``: :func:`_shared`)."""
     t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
+    e, slice_params, v = shared["expert_parallel"], shared["_slice_params"], shared["_chunks"]
     g = pl.col("global_batch_tokens")
     layers = pl.col("n_layers") / p
     h = pl.col("hidden_dim")
@@ -185,14 +199,10 @@ def _step(chips: pl.Expr, d: pl.Expr, m: pl.Expr, efficiency: pl.Expr) -> dict[s
         .otherwise(1.0)
     )
     compute = flops / (chips * pl.col("peak_flops_per_s") * efficiency) * recompute
-    v = _chunks()
     bubble = compute * (p - 1) / (v * m)
     tokens_per_rank = g / (d * c)  # tokens one tensor-parallel group processes per step
     sp = pl.when(pl.col("recompute") == "full").then(SP_COLLECTIVES_FULL_RECOMPUTE).otherwise(SP_COLLECTIVES)
     tp_bytes = sp * ACTIVATION_BYTES * h * tokens_per_rank * layers * (t - 1) / t
-    e = _expert_parallel(d)
-    dense = pl.col("params") - pl.col("expert_params")
-    slice_params = dense / (t * p) + pl.col("expert_params") / (t * p * e)
     gathers = pl.when(pl.col("zero_stage") >= 3).then(3).otherwise(2)
     dp_ranks = d * c
     dp_bytes = gathers * memory.WEIGHT_BYTES * slice_params * (dp_ranks - 1) / dp_ranks
@@ -272,15 +282,17 @@ def _best_layouts(rows: pl.DataFrame, chips: str, efficiency: str, settings: dic
     if exact:
         expanded = expanded.filter(pl.col("_d").floor() == pl.col("_d"))
     d, m = pl.col("_d"), pl.col("_m")
-    parts = _memory(settings, d, m)
+    shared = _shared(d)
+    expanded = expanded.with_columns(**shared)  # computed once, read by memory and step time
+    shared = {k: pl.col(k) for k in shared}
+    parts = _memory(settings, d, m, shared)
     usable = pl.col("hbm_bytes") * settings["hbm_usable_fraction"]
-    step = _step(n, d, m, pl.col(efficiency))
+    step = _step(n, d, m, pl.col(efficiency), shared)
     expanded = (
         expanded.with_columns(
             **{f"{k}_bytes": v for k, v in parts.items()},
             **step,
             data_parallel=d,
-            expert_parallel=_expert_parallel(d),
             micro_batches=m,
         )
         .with_columns(
