@@ -328,6 +328,14 @@ class InferenceRuns(pa.DataFrameModel):
     # latencies: which statistic the source states (MLPerf logs give the mean and percentiles); null for throughput
     latency_statistic: Optional[str] = pa.Field(nullable=True, isin=("mean", "p99", "unstated"))
     value: float = pa.Field(gt=0)
+    # The submitter's scheduler settings (null: not published; the stack's documented default applies,
+    # workbook.serving.published.STACK_DEFAULTS). Per replica (tensor_parallel chips):
+    pipeline_parallel: Optional[int] = pa.Field(nullable=True, ge=1)  # pipeline stages (micro-batches in flight)
+    max_tokens_per_step: Optional[int] = pa.Field(nullable=True, ge=1)  # max_num_tokens / max_num_batched_tokens
+    max_seqs: Optional[int] = pa.Field(nullable=True, ge=1)  # max_batch_size (TRT-LLM) / max_num_seqs (vLLM)
+    chunked_prefill: Optional[bool] = pa.Field(nullable=True)  # a prompt may be split over several steps
+    dispatch_window_ms: Optional[float] = pa.Field(nullable=True, ge=0)  # harness holds queries to batch them
+    scheduler_source: Optional[str] = pa.Field(nullable=True)  # where the settings above are published
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)
 

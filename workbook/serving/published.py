@@ -12,6 +12,14 @@ from workbook.serving import replica
 from workbook.serving.scenario import ServeScenario
 
 
+def _slots(run: dict) -> int | None:
+    """Sequences a replica may hold: the engine's batch limit per micro-batch, times the micro-batches a pipeline
+    keeps in flight (TensorRT-LLM's in-flight batcher runs one micro-batch per pipeline stage)."""
+    if run.get("max_seqs") is None:
+        return None
+    return run["max_seqs"] * (run.get("pipeline_parallel") or 1)
+
+
 def scenario(run: dict) -> ServeScenario:
     """The published run's model, precisions, request shape and latency limits."""
     model = ModelSpec(
@@ -31,8 +39,35 @@ def scenario(run: dict) -> ServeScenario:
         tpot_ms=run["tpot_limit_ms"],
         n_kv_heads=run["n_kv_heads"],
         accelerators=(run["accelerator_id"],),
-        max_batch=run["batch"],
+        max_batch=run["batch"] or _slots(run),
         prompt_tokens_p99=run["prompt_tokens_p99"],
+    )
+
+
+# Stacks whose engine runs prompt and decode tokens in the same step even without chunking: TensorRT-LLM's
+# in-flight batching (max_num_tokens counts both). vLLM without chunked prefill runs prefill-only steps
+# (docs.vllm.ai, "Chunked Prefill": "By default, vLLM scheduler prioritizes prefills and doesn't batch prefill and
+# decode to the same batch").
+MIXED_WITHOUT_CHUNKING = ("trtllm",)
+
+
+def scheduler(run: dict) -> replica.Scheduler:
+    """The engine settings the submitter published (``data/inference_runs.csv``: ``max_tokens_per_step``,
+    ``chunked_prefill``, ``pipeline_parallel``, ``dispatch_window_ms``, with ``scheduler_source``). A setting left
+    unpublished keeps the unlimited engine's value: no token budget, no dispatch window (stated, not a stack
+    default: the defaults move between releases and the submissions do not all name theirs)."""
+    chunked = run.get("chunked_prefill")
+    chunked = True if chunked is None else chunked
+    tokens = run.get("max_tokens_per_step")
+    window_ms = run.get("dispatch_window_ms") or 0.0
+    tp = run["tensor_parallel"] or 1
+    return replica.Scheduler(
+        max_tokens_per_step=math.inf if tokens is None else float(tokens),
+        mixed_steps=chunked or run["stack"] in MIXED_WITHOUT_CHUNKING,
+        chunked_prefill=chunked,
+        pipeline_stages=run.get("pipeline_parallel") or 1,
+        dispatch_window_s=window_ms / 1000,
+        replicas_per_dispatcher=max(1, run["chips"] // tp),
     )
 
 
@@ -53,7 +88,7 @@ def _replicas(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float
     )
     if run["tensor_parallel"]:
         frame = frame.filter(pl.col("tensor_parallel") == run["tensor_parallel"])
-    return replica.replicas(frame, scenario(run), moe)
+    return replica.replicas(frame, scenario(run), moe, run.get("pipeline_parallel") or 1)
 
 
 def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float) -> float:
@@ -65,11 +100,12 @@ def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, 
     most, not the same requests/s (near saturation TPOT ~ 1 / (1 - load), so a 10% capacity error read at the
     published requests/s would swing the latency several-fold; the throughput rows carry that error)."""
     s = scenario(run)
+    sched = scheduler(run)
     reps = _replicas(accelerators, run, eta_bw, eta_c, moe)
     if reps.height == 0:
         return math.nan
     best = (
-        reps.join(replica.limits(replica.load_curve(reps, s)), on=["accelerator_id", "tensor_parallel"])
+        reps.join(replica.limits(replica.load_curve(reps, s, sched)), on=["accelerator_id", "tensor_parallel"])
         .filter(pl.col("max_load_fraction").is_not_null())
         .with_columns(
             tokens_per_s=pl.col("max_load_fraction")
@@ -86,7 +122,7 @@ def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, 
     if run["measure"] == "tokens_per_s":
         return best["tokens_per_s"].item()
     rho = pl.col("max_load_fraction") if run["scenario"] == "server" else pl.lit(0.0)
-    return replica.at_load(best, s, rho)[predicted_column(run)].item()
+    return replica.at_load(best, s, rho, sched)[predicted_column(run)].item()
 
 
 def fit_compute_efficiency(

@@ -8,9 +8,27 @@ each configuration at loads rho = 1%..99% of its capacity (formulas in :mod:`wor
 Latency columns: ``tpot_ms`` / ``ttft_ms`` are the 99th percentiles (``sv.LATENCY_PERCENTILE``), the statistic
 the targets set and the one sizing compares with them; ``tpot_mean_ms`` / ``ttft_mean_ms`` are the means.
 The input frame carries the calibrated efficiencies per row (``eta_bw``, ``eta_c``).
+
+**Scheduler.** What sets the time to first token under load is how the serving engine admits prompts
+(:class:`Scheduler`, from the submitter's published settings; the default is an engine with no limits, where a
+prompt starts in the next step). A step carries at most ``max_tokens_per_step`` tokens (TensorRT-LLM
+``max_num_tokens``, vLLM ``max_num_batched_tokens``) per micro-batch; with in-flight batching (TensorRT-LLM) or
+chunked prefill (vLLM) each decoding sequence's token takes one of them, so the prompt tokens a replica can start
+per decode step are **budget = stages x max_tokens_per_step - sequences in flight** (without mixing, vLLM runs
+prefill-only steps: stages x max_tokens_per_step). Prompts wait their turn FCFS: a queue of prompt tokens served
+at ``budget`` tokens per step (M/G/1, Pollaczek-Khinchine): with u = lambda x step x mean prompt / budget,
+**wait = lambda step^2 E[P^2] / (2 budget^2 (1 - u))**, and its tail P(W > t) = u exp(-u t / wait) (the
+conditional wait taken exponential). A prompt then runs in ceil(P / per-step share) steps when it may be chunked
+(one step otherwise). A harness that holds queries for ``dispatch_window_s`` to batch them (and sends each batch
+to one of ``replicas_per_dispatcher`` replicas) adds the window (half on average) and the prefill of the prompts
+batched with it. Prompt lengths: lognormal through the mean and the 99th percentile when that is known.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import math
+from statistics import NormalDist
 
 import polars as pl
 
@@ -21,6 +39,70 @@ from workbook.serving.scenario import PEAK_FOR, ServeScenario
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
 LOAD_GRID = tuple(i / 100 for i in range(1, 100))  # rho, fraction of the replica's capacity
 SLOTS_FULL = 0.999  # busy slots are capped just below all of them, where the wait for one is finite
+
+
+@dataclasses.dataclass(frozen=True)
+class Scheduler:
+    """How a replica's serving engine admits prompts (see the module docstring). The default has no limits."""
+
+    max_tokens_per_step: float = math.inf  # tokens one step of one micro-batch may carry
+    mixed_steps: bool = True  # decode tokens share a step's token budget with prompt tokens
+    chunked_prefill: bool = True  # a prompt may be split over several steps
+    pipeline_stages: int = 1  # micro-batches in flight per replica (pipeline parallel)
+    dispatch_window_s: float = 0.0  # the harness holds queries this long to batch them
+    replicas_per_dispatcher: int = 1  # replicas the harness's batches are spread over (each batch to one)
+
+
+def prompt_second_moment(s: ServeScenario) -> float:
+    """E[P^2] of the prompt lengths: lognormal through the mean and the 99th percentile (sigma from
+    ln(p99 / mean) = z sigma - sigma^2 / 2, the smaller root); every prompt the mean when no percentile is known."""
+    z = NormalDist().inv_cdf(sv.LATENCY_PERCENTILE)
+    spread = 2 * math.log(s.prompt_tokens_tail / s.prompt_tokens)
+    sigma = z - math.sqrt(max(z * z - spread, 0.0))
+    return s.prompt_tokens**2 * math.exp(sigma * sigma)
+
+
+def prompt_budget(sched: Scheduler, sequences: pl.Expr) -> pl.Expr:
+    """Prompt tokens the replica can start per decode step: its micro-batches' token budgets less the decode
+    tokens that share them. At or below zero the prompts never start (the wait is infinite)."""
+    decode = sequences if sched.mixed_steps else pl.lit(0.0)
+    return (sched.pipeline_stages * sched.max_tokens_per_step - decode).clip(lower_bound=0.0)
+
+
+def prompt_queue(rps: pl.Expr, step_s: pl.Expr, budget: pl.Expr, s: ServeScenario) -> tuple[pl.Expr, pl.Expr]:
+    """(mean wait in seconds, u) of the FCFS queue of prompt tokens served at ``budget`` tokens per step."""
+    u = rps * step_s * s.prompt_tokens / budget
+    wait = rps * step_s**2 * prompt_second_moment(s) / (2 * budget**2 * (1 - u))
+    return pl.when(u < 1).then(wait).otherwise(math.inf), u
+
+
+def prompt_queue_percentile(wait: pl.Expr, u: pl.Expr, percentile: float = sv.LATENCY_PERCENTILE) -> pl.Expr:
+    """Wait at ``percentile``: P(W > t) = u exp(-u t / wait); zero while fewer than 1 - percentile wait at all."""
+    return (
+        pl.when(wait.is_infinite())
+        .then(math.inf)
+        .when(u > 1 - percentile)
+        .then(wait / u * (u / (1 - percentile)).log())
+        .otherwise(0.0)
+    )
+
+
+def prompt_steps(sched: Scheduler, prompt_tokens: float, sequences: pl.Expr) -> pl.Expr:
+    """Steps a prompt runs in: ceil(P / its micro-batch's share of the budget) when it may be chunked, else one."""
+    if not sched.chunked_prefill:
+        return pl.lit(1.0)
+    share = prompt_budget(sched, sequences) / sched.pipeline_stages
+    return (prompt_tokens / share).ceil().clip(lower_bound=1.0)
+
+
+def dispatch_burst_tokens(sched: Scheduler, rps: pl.Expr, s: ServeScenario, percentile: float | None = None):
+    """Prompt tokens of the queries batched with a request by the harness's dispatch window: k = lambda x
+    replicas x window of them (a Poisson count), k x mean prompt on average, + z sqrt(k E[P^2]) at ``percentile``."""
+    k = rps * sched.replicas_per_dispatcher * sched.dispatch_window_s
+    mean = k * s.prompt_tokens
+    if percentile is None:
+        return mean
+    return mean + NormalDist().inv_cdf(percentile) * (k * prompt_second_moment(s)) ** 0.5
 
 
 def configs(accelerators: pl.DataFrame) -> pl.DataFrame:
@@ -38,8 +120,10 @@ def configs(accelerators: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float) -> pl.DataFrame:
-    """Per configuration: the replica-seconds one request costs, capacity, weights time, memory room."""
+def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, pipeline_stages: int = 1) -> pl.DataFrame:
+    """Per configuration: the replica-seconds one request costs, capacity, weights time, memory room. The
+    ``tensor_parallel`` chips of a replica may form ``pipeline_stages`` stages (each holding its layers on
+    tensor_parallel / stages chips): only the chips within a stage all-reduce, over that stage's layers."""
     m = s.model
     w_bytes = sv.BYTES_PER_ELEMENT[s.weight_precision]
     kv_token = sv.kv_bytes_per_token(m.n_layers, s.kv_heads, HEAD_DIM, sv.BYTES_PER_ELEMENT[s.kv_precision])
@@ -47,9 +131,14 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float) -> pl
     bandwidth = pl.col("hbm_bytes_per_s")
     peak = pl.col(PEAK_FOR[s.weight_precision]).fill_null(pl.col("bf16_flops_per_s"))
     eta_c = pl.col("eta_c") * (moe_efficiency if m.active_params < m.params else 1.0)
+    within_stage = t / pipeline_stages
     comm = (
-        pl.when(t > 1)
-        .then(sv.allreduce_seconds_per_token(m.n_layers, m.hidden_dim, t, pl.col("scaleup_bytes_per_s")))
+        pl.when(within_stage > 1)
+        .then(
+            sv.allreduce_seconds_per_token(
+                m.n_layers / pipeline_stages, m.hidden_dim, within_stage, pl.col("scaleup_bytes_per_s")
+            )
+        )
         .otherwise(0.0)
     )
     prefill_s, decode_s = sv.request_seconds(m.active_params, s.prompt_tokens, s.output_tokens, t, peak, eta_c, comm)
@@ -74,12 +163,17 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float) -> pl
     )
 
 
-def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataFrame:
-    """Step time, latencies, sequences in flight and memory of each replica at load ``rho`` of its capacity."""
+def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Scheduler = Scheduler()) -> pl.DataFrame:
+    """Step time, latencies, sequences in flight and memory of each replica at load ``rho`` of its capacity,
+    under the engine's ``sched``."""
     rps = rho * pl.col("capacity_rps")
     # Mixture of experts: the weights read per step depend on how many sequences are in flight (one pass).
-    first = sv.sequences_in_flight(rps, s.output_tokens, sv.step_seconds(pl.col("all_weights_s"), rho))
+    first = sv.sequences_in_flight(
+        rps, s.output_tokens, sv.step_seconds(pl.col("all_weights_s") * sched.pipeline_stages, rho)
+    )
     weights_s = pl.min_horizontal(pl.col("active_weights_s") * first.clip(lower_bound=1), pl.col("all_weights_s"))
+    # Pipeline parallel: a token passes every stage in turn, and each stage reads its chip's share of the weights.
+    weights_s = weights_s * sched.pipeline_stages
     step_s = sv.step_seconds(weights_s, rho)
     sequences = sv.sequences_in_flight(rps, s.output_tokens, step_s)
     slots = pl.col("max_sequences").clip(lower_bound=1)
@@ -90,13 +184,26 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataFrame
         pl.col("prefill_s"), pl.col("decode_s"), pl.col("kv_read_s"), s.output_tokens
     )
     step_p_s = pl.max_horizontal(step_s, sv.step_percentile_seconds(weights_s, per_sequence_s, busy, slots))
-    prefill_p_s = pl.col("prefill_s") * s.prompt_tokens_tail / s.prompt_tokens
-    ttft_p_s = sv.ttft_seconds(prefill_p_s, step_p_s, sv.slot_wait_percentile_seconds(busy, slots, hold_s))
+    prefill_per_token_s = pl.col("prefill_s") / s.prompt_tokens
+    # The scheduler's queue: the prompt waits for the tokens ahead of it, runs in its steps, shares its prefill
+    # step with the prompts the harness batched with it, after the harness's dispatch window.
+    queue_s, u = prompt_queue(rps, step_s, prompt_budget(sched, sequences), s)
+    wait_s = sched.dispatch_window_s / 2 + queue_s + (prompt_steps(sched, s.prompt_tokens, sequences) - 1) * step_s
+    wait_p_s = (
+        sv.LATENCY_PERCENTILE * sched.dispatch_window_s
+        + prompt_queue_percentile(queue_s, u)
+        + (prompt_steps(sched, s.prompt_tokens_tail, sequences) - 1) * step_p_s
+    )
+    prefill_mean_s = prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s))
+    prefill_p_s = prefill_per_token_s * (
+        s.prompt_tokens_tail + dispatch_burst_tokens(sched, rps, s, sv.LATENCY_PERCENTILE)
+    )
+    ttft_p_s = sv.ttft_seconds(prefill_p_s, step_p_s, sv.slot_wait_percentile_seconds(busy, slots, hold_s) + wait_p_s)
     frame = frame.with_columns(
         load_fraction=rho,
         requests_per_s_per_replica=rps,
         tpot_mean_ms=step_s * 1000,
-        ttft_mean_ms=sv.ttft_seconds(pl.col("prefill_s"), step_s, slot_wait_s) * 1000,
+        ttft_mean_ms=sv.ttft_seconds(prefill_mean_s, step_s, slot_wait_s + wait_s) * 1000,
         tpot_ms=step_p_s * 1000,
         ttft_ms=ttft_p_s * 1000,
         sequences=sequences,
@@ -112,10 +219,10 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataFrame
     )
 
 
-def load_curve(frame: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
+def load_curve(frame: pl.DataFrame, s: ServeScenario, sched: Scheduler = Scheduler()) -> pl.DataFrame:
     """Every configuration at every load of ``LOAD_GRID``."""
     grid = pl.DataFrame({"rho": LOAD_GRID})
-    return at_load(frame.join(grid, how="cross"), s, pl.col("rho")).drop("rho")
+    return at_load(frame.join(grid, how="cross"), s, pl.col("rho"), sched).drop("rho")
 
 
 def limits(curve: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,126 @@
+"""The serving engine's scheduler (workbook.serving.replica.Scheduler): what a published setting does to the time
+to first token under load, and the settings recorded for every MLPerf server latency result."""
+
+import math
+
+import polars as pl
+import pytest
+
+from workbook import catalog
+from workbook.serving import published, replica
+from workbook.serving.calibration import calibrate
+
+LLAMA70_SERVER = "mlperf41-h100x8-llama2-70b-server-ttft"
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return catalog.load()
+
+
+@pytest.fixture(scope="module")
+def setup(cat):
+    """One H100 TP2 replica of Llama 2 70B FP8 on MLPerf's prompts, with the calibrated TensorRT-LLM efficiencies."""
+    run = cat.inference_runs.filter(pl.col("run_id") == LLAMA70_SERVER).row(0, named=True)
+    eff = calibrate(cat)
+    stack = eff.stacks.filter(pl.col("stack") == "trtllm").row(0, named=True)
+    reps = published._replicas(cat.accelerators, run, stack["eta_bw"], stack["eta_c"], 1.0)
+    assert reps.height == 1
+    return reps, published.scenario(run)
+
+
+def _at(setup, rho, sched):
+    reps, s = setup
+    return replica.at_load(reps, s, pl.lit(rho), sched).row(0, named=True)
+
+
+def test_the_default_engine_has_no_queue_and_a_budget_adds_one_that_grows_with_load(setup):
+    free = replica.Scheduler()
+    tight = replica.Scheduler(max_tokens_per_step=1200)  # ~1000 decoding sequences leave ~200 prompt tokens/step
+    for rho in (0.5, 0.8):
+        a, b = _at(setup, rho, free), _at(setup, rho, tight)
+        assert b["tpot_mean_ms"] == pytest.approx(a["tpot_mean_ms"])  # the budget moves prompts, not decode work
+        assert b["ttft_mean_ms"] > a["ttft_mean_ms"] and b["ttft_ms"] > a["ttft_ms"]
+    low, high = (_at(setup, rho, tight)["ttft_mean_ms"] - _at(setup, rho, free)["ttft_mean_ms"] for rho in (0.5, 0.8))
+    assert high > low > 0
+
+
+def test_a_budget_the_decode_tokens_fill_never_starts_a_prompt(setup):
+    # 100 tokens per step, fewer than the sequences in flight: the prompt queue is unstable, the wait infinite,
+    # and the first-token target fails (nothing silently clamped).
+    row = _at(setup, 0.8, replica.Scheduler(max_tokens_per_step=100))
+    assert math.isinf(row["ttft_mean_ms"]) and math.isinf(row["ttft_ms"])
+    reps, s = setup
+    assert not replica.at_load(reps, s, pl.lit(0.8), replica.Scheduler(max_tokens_per_step=100))["meets_ttft"][0]
+
+
+def test_chunking_splits_a_long_prompt_over_steps_and_without_it_one_step_carries_it(setup):
+    chunked = replica.Scheduler(max_tokens_per_step=1200, chunked_prefill=True)
+    whole = replica.Scheduler(max_tokens_per_step=1200, chunked_prefill=False)
+    sequences = pl.lit(1000.0)
+    steps = pl.select(replica.prompt_steps(chunked, 791, sequences)).item()
+    assert steps == math.ceil(791 / 200)
+    assert pl.select(replica.prompt_steps(whole, 791, sequences)).item() == 1
+
+
+def test_a_dispatch_window_adds_half_the_window_and_the_prefill_of_the_batched_prompts(setup):
+    free = _at(setup, 0.5, replica.Scheduler())
+    window = _at(setup, 0.5, replica.Scheduler(dispatch_window_s=0.3, replicas_per_dispatcher=4))
+    added_ms = window["ttft_mean_ms"] - free["ttft_mean_ms"]
+    assert added_ms > 150  # half the window, plus the batch's prefill
+    assert window["ttft_ms"] - free["ttft_ms"] > 0.99 * 300
+
+
+def test_pipeline_stages_read_their_weights_in_turn(setup):
+    one = _at(setup, 0.5, replica.Scheduler())
+    two = _at(setup, 0.5, replica.Scheduler(pipeline_stages=2))
+    assert two["tpot_mean_ms"] == pytest.approx(2 * one["tpot_mean_ms"])
+
+
+def test_prompt_second_moment_from_the_mean_and_p99(setup):
+    _, s = setup  # OpenOrca: mean 222, p99 791 tokens
+    ratio = replica.prompt_second_moment(s) / s.prompt_tokens**2
+    assert 1.3 < ratio < 1.7  # lognormal sigma ~0.63: E[P^2] = mean^2 exp(sigma^2)
+    constant = published.scenario({**_run(s), "prompt_tokens_p99": None})
+    assert replica.prompt_second_moment(constant) == pytest.approx(constant.prompt_tokens**2)
+
+
+def _run(s):
+    return {
+        "params": s.model.params,
+        "active_params": s.model.active_params,
+        "n_layers": s.model.n_layers,
+        "hidden_dim": s.model.hidden_dim,
+        "weight_precision": s.weight_precision,
+        "kv_precision": s.kv_precision,
+        "prompt_tokens": s.prompt_tokens,
+        "output_tokens": s.output_tokens,
+        "ttft_limit_ms": None,
+        "tpot_limit_ms": None,
+        "n_kv_heads": s.n_kv_heads,
+        "accelerator_id": "h100-sxm",
+        "batch": None,
+        "max_seqs": None,
+    }
+
+
+def test_every_mlperf_server_latency_has_its_published_scheduler_settings(cat):
+    rows = cat.inference_runs.filter((pl.col("scenario") == "server") & pl.col("measure").is_in(["ttft_ms", "tpot_ms"]))
+    assert rows.height >= 24
+    for column in ("tensor_parallel", "max_tokens_per_step", "max_seqs", "chunked_prefill", "scheduler_source"):
+        assert rows[column].is_not_null().all(), column
+    assert rows["scheduler_source"].str.contains("inference_results_v").all()
+    amd = rows.filter(pl.col("stack") == "vllm-rocm")
+    assert amd.height and (amd["dispatch_window_ms"] == 300).all()  # --batcher-threshold 0.3 s
+
+
+def test_scheduler_from_a_run(cat):
+    runs = {r["run_id"]: r for r in cat.inference_runs.to_dicts()}
+    amd = published.scheduler(runs["mlperf41-mi300x8-llama2-70b-server-ttft"])
+    assert (amd.max_tokens_per_step, amd.chunked_prefill, amd.mixed_steps) == (49152, False, False)
+    assert (amd.dispatch_window_s, amd.replicas_per_dispatcher) == (0.3, 8)
+    h100 = published.scheduler(runs["mlperf50-h100x8-llama2-70b-server-ttft"])
+    assert (h100.max_tokens_per_step, h100.pipeline_stages, h100.mixed_steps) == (1024, 2, True)
+    offline = published.scheduler(runs["mlperf50-h100x8-llama2-70b-offline"])
+    assert offline == replica.Scheduler(replicas_per_dispatcher=8)  # unpublished: the unlimited engine
+    assert published.scenario(runs["mlperf50-h100x8-llama2-70b-server-ttft"]).max_batch == 2 * 1024
