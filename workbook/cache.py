@@ -61,10 +61,15 @@ def code_version() -> str:
 
 
 def frame_digest(frame: pl.DataFrame) -> bytes:
-    """SHA-256 of a frame's schema and values (its Arrow IPC bytes)."""
-    buffer = io.BytesIO()
-    frame.write_ipc(buffer, compression="uncompressed")
-    return hashlib.sha256(buffer.getvalue()).digest()
+    """SHA-256 of a frame's schema and of each row's value hash: equal frames give equal digests however their
+    buffers are laid out (a frame read back from Arrow and the same frame freshly built differ in their bytes)."""
+    digest = hashlib.sha256(f"{frame.schema!r}|{frame.height}".encode())
+    if frame.width:
+        buffer = io.BytesIO()
+        rows = frame.select(pl.struct(pl.all()).hash(seed=0)).rechunk()
+        rows.write_ipc(buffer, compression="uncompressed")
+        digest.update(buffer.getvalue())
+    return digest.digest()
 
 
 _DIGESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # catalog -> content digest (catalogs are frozen)

@@ -69,3 +69,22 @@ def test_an_unreadable_entry_is_fitted_again(fits, monkeypatch, tmp_path):
     monkeypatch.setattr(cache, "_RESULTS", {})
     _same(calibration.fit(cat), base)
     assert fits.call_count == 2
+
+
+def test_a_catalog_read_back_from_the_tables_cache_finds_the_fits_of_the_freshly_validated_one(fits, monkeypatch):
+    """A new process reads validated tables from disk: their Arrow buffers differ from freshly validated frames
+    (a Boolean column's spare bits), and the fits must still be found, not fitted again."""
+    from workbook.catalog import loading
+
+    monkeypatch.setattr(loading, "_VALIDATED", {})
+    monkeypatch.setattr(loading, "_LOADED", {})
+    fresh = catalog.load()
+    calibration.fit(fresh)
+    monkeypatch.setattr(loading, "_VALIDATED", {})
+    monkeypatch.setattr(loading, "_LOADED", {})
+    monkeypatch.setattr(cache, "_RESULTS", {})
+    read_back = catalog.load()
+    assert read_back is not fresh
+    assert cache.content_digest(read_back) == cache.content_digest(fresh)
+    calibration.fit(read_back)
+    assert fits.call_count == 1

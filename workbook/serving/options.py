@@ -211,7 +211,11 @@ def evaluate_serving(
     return (
         frame.with_columns(feasible=pl.col("infeasible_reason").is_null())
         .select(SERVE_COLUMNS)
-        .sort(["feasible", "usd_per_million_tokens"], descending=[True, False], nulls_last=True)
+        .sort(  # ties (the same price on two clouds) in a fixed order: by accelerator, then cloud
+            ["feasible", "usd_per_million_tokens", "accelerator_id", "cloud", "pricing_model"],
+            descending=[True, False, False, False, False],
+            nulls_last=True,
+        )
     )
 
 

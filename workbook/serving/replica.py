@@ -165,52 +165,69 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, pipel
 
 def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Scheduler = Scheduler()) -> pl.DataFrame:
     """Step time, latencies, sequences in flight and memory of each replica at load ``rho`` of its capacity,
-    under the engine's ``sched``."""
-    rps = rho * pl.col("capacity_rps")
+    under the engine's ``sched``. Intermediate quantities are computed as columns in turn (dropped at the end),
+    so that each expression stays small to plan."""
+    columns = frame.columns
+    frame = frame.with_columns(_rps=rho * pl.col("capacity_rps"))
+    rps = pl.col("_rps")
     # Mixture of experts: the weights read per step depend on how many sequences are in flight (one pass).
     first = sv.sequences_in_flight(
         rps, s.output_tokens, sv.step_seconds(pl.col("all_weights_s") * sched.pipeline_stages, rho)
     )
     weights_s = pl.min_horizontal(pl.col("active_weights_s") * first.clip(lower_bound=1), pl.col("all_weights_s"))
     # Pipeline parallel: a token passes every stage in turn, and each stage reads its chip's share of the weights.
-    weights_s = weights_s * sched.pipeline_stages
-    step_s = sv.step_seconds(weights_s, rho)
-    sequences = sv.sequences_in_flight(rps, s.output_tokens, step_s)
+    frame = frame.with_columns(_weights_s=weights_s * sched.pipeline_stages)
+    weights_s = pl.col("_weights_s")
+    frame = frame.with_columns(_step_s=sv.step_seconds(weights_s, rho))
+    step_s = pl.col("_step_s")
+    frame = frame.with_columns(_sequences=sv.sequences_in_flight(rps, s.output_tokens, step_s))
+    sequences = pl.col("_sequences")
     slots = pl.col("max_sequences").clip(lower_bound=1)
-    busy = pl.min_horizontal(sequences, slots * SLOTS_FULL)  # beyond: the replica does not fit (fits_in_memory)
     hold_s = s.output_tokens * step_s
-    slot_wait_s = sv.slot_wait_seconds(busy, slots, hold_s)
     per_sequence_s = sv.work_per_sequence_step(
         pl.col("prefill_s"), pl.col("decode_s"), pl.col("kv_read_s"), s.output_tokens
     )
-    step_p_s = pl.max_horizontal(step_s, sv.step_percentile_seconds(weights_s, per_sequence_s, busy, slots))
-    prefill_per_token_s = pl.col("prefill_s") / s.prompt_tokens
     # The scheduler's queue: the prompt waits for the tokens ahead of it, runs in its steps, shares its prefill
     # step with the prompts the harness batched with it, after the harness's dispatch window.
     queue_s, u = prompt_queue(rps, step_s, prompt_budget(sched, sequences), s)
-    wait_s = sched.dispatch_window_s / 2 + queue_s + (prompt_steps(sched, s.prompt_tokens, sequences) - 1) * step_s
+    frame = frame.with_columns(
+        _busy=pl.min_horizontal(sequences, slots * SLOTS_FULL),  # beyond: does not fit (fits_in_memory)
+        _queue_s=queue_s,
+        _u=u,
+        _prompt_steps=prompt_steps(sched, s.prompt_tokens, sequences),
+        _prompt_steps_p=prompt_steps(sched, s.prompt_tokens_tail, sequences),
+    )
+    busy, queue_s = pl.col("_busy"), pl.col("_queue_s")
+    frame = frame.with_columns(
+        _step_p_s=pl.max_horizontal(step_s, sv.step_percentile_seconds(weights_s, per_sequence_s, busy, slots)),
+        _slot_wait_s=sv.slot_wait_seconds(busy, slots, hold_s),
+        _slot_wait_p_s=sv.slot_wait_percentile_seconds(busy, slots, hold_s),
+    )
+    step_p_s = pl.col("_step_p_s")
+    prefill_per_token_s = pl.col("prefill_s") / s.prompt_tokens
+    wait_s = sched.dispatch_window_s / 2 + queue_s + (pl.col("_prompt_steps") - 1) * step_s
     wait_p_s = (
         sv.LATENCY_PERCENTILE * sched.dispatch_window_s
-        + prompt_queue_percentile(queue_s, u)
-        + (prompt_steps(sched, s.prompt_tokens_tail, sequences) - 1) * step_p_s
+        + prompt_queue_percentile(queue_s, pl.col("_u"))
+        + (pl.col("_prompt_steps_p") - 1) * step_p_s
     )
     prefill_mean_s = prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s))
     prefill_p_s = prefill_per_token_s * (
         s.prompt_tokens_tail + dispatch_burst_tokens(sched, rps, s, sv.LATENCY_PERCENTILE)
     )
-    ttft_p_s = sv.ttft_seconds(prefill_p_s, step_p_s, sv.slot_wait_percentile_seconds(busy, slots, hold_s) + wait_p_s)
     frame = frame.with_columns(
         load_fraction=rho,
         requests_per_s_per_replica=rps,
         tpot_mean_ms=step_s * 1000,
-        ttft_mean_ms=sv.ttft_seconds(prefill_mean_s, step_s, slot_wait_s + wait_s) * 1000,
+        ttft_mean_ms=sv.ttft_seconds(prefill_mean_s, step_s, pl.col("_slot_wait_s") + wait_s) * 1000,
         tpot_ms=step_p_s * 1000,
-        ttft_ms=ttft_p_s * 1000,
+        ttft_ms=sv.ttft_seconds(prefill_p_s, step_p_s, pl.col("_slot_wait_p_s") + wait_p_s) * 1000,
         sequences=sequences,
         kv_cache_gb=sequences * pl.col("kv_gb_per_sequence"),
         tokens_per_s_per_replica=rps * s.output_tokens,
     )
-    return frame.with_columns(
+    intermediate = [name for name in frame.columns if name.startswith("_") and name not in columns]
+    return frame.drop(intermediate).with_columns(
         memory_per_chip_gb=pl.col("weights_gb") + pl.col("kv_cache_gb") + pl.col("overhead_gb"),
         tokens_per_s_per_chip=pl.col("tokens_per_s_per_replica") / pl.col("tensor_parallel"),
         fits_in_memory=(pl.col("sequences") <= pl.col("max_sequences")) & (pl.col("max_sequences") >= 1),
