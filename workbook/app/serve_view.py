@@ -13,7 +13,7 @@ import polars as pl
 from workbook import serving
 from workbook.app import stale, views
 from workbook.app.chartgrid import ChartGrid
-from workbook.app.controls import STYLE, log_slider, page_columns
+from workbook.app.controls import STYLE, log_slider, page_columns, set_values, slider
 from workbook.catalog import Catalog
 from workbook.charts import serving as cs
 from workbook.charts.common import template_specs
@@ -60,13 +60,11 @@ class ServeView:
             "rps": log_slider("Requests per second", 10, 0.01, 10_000),
             "ttft_ms": log_slider("First-token p99 target (ms)", 2000, 10, 60_000, ".0f"),
             "tpot_ms": log_slider("Per-token p99 target (ms)", 50, 2, 1000, ".0f"),
-            "headroom_pct": w.IntSlider(
-                value=round(serving.DEFAULT_HEADROOM * 100),
-                min=round(serving.scenario.MIN_HEADROOM * 100),
-                max=round(serving.scenario.MAX_HEADROOM * 100),
-                description="Headroom target (% of capacity)",
-                continuous_update=False,
-                style=STYLE,
+            "headroom_pct": slider(
+                "Headroom target (% of capacity)",
+                round(serving.DEFAULT_HEADROOM * 100),
+                round(serving.scenario.MIN_HEADROOM * 100),
+                round(serving.scenario.MAX_HEADROOM * 100),
                 layout=WIDE,
             ),
             "stack": w.ToggleButtons(
@@ -82,15 +80,7 @@ class ServeView:
                 style=STYLE,
             ),
             "cloud": w.Dropdown(options=clouds, value="any", description="Cloud", style=STYLE),
-            "months": w.IntSlider(
-                value=12,
-                min=1,
-                max=36,
-                description="Serve for (months)",
-                continuous_update=False,
-                style=STYLE,
-                layout=WIDE,
-            ),
+            "months": slider("Serve for (months)", 12, 1, 36, layout=WIDE),
         }
         self.status, self.card, self.table, self.model_note = w.HTML(), w.HTML(), w.HTML(), w.HTML()
         self.charts = ChartGrid(template_specs(cs.TEMPLATES), layout=w.Layout(width="100%"))
@@ -105,12 +95,7 @@ class ServeView:
 
     def set_values(self, values: dict) -> None:
         """Set several controls at once (a scenario link), then recompute once."""
-        self._syncing = True
-        try:
-            for name, value in values.items():
-                self.controls[name].value = value
-        finally:
-            self._syncing = False
+        set_values(self, values)
         self.update()
 
     def _layout(self) -> w.Widget:

@@ -14,7 +14,7 @@ from workbook import catalog as catalog_mod
 from workbook import present
 from workbook.app import stale, state, views
 from workbook.app.chartgrid import ChartGrid
-from workbook.app.controls import log_slider, page_columns
+from workbook.app.controls import log_slider, page_columns, set_values, slider, syncing
 from workbook.app.upload import PriceUpload, mib
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.charts import training as charts
@@ -91,15 +91,7 @@ class TrainView:
                 description="We run today on",
                 style=style,
             ),
-            "days": w.IntSlider(
-                value=d["days"],
-                min=1,
-                max=365,
-                description="Target days",
-                continuous_update=False,
-                style=style,
-                layout=w.Layout(width="420px"),
-            ),
+            "days": slider("Target days", d["days"], 1, 365, layout=w.Layout(width="420px")),
             "precision": w.ToggleButtons(
                 options=[(p.upper(), p) for p in PRECISIONS],
                 value=d["precision"],
@@ -112,25 +104,9 @@ class TrainView:
             "lock_in": w.Checkbox(value=d["lock_in"], description="Stay on our framework", **tick),
             "budget_musd": w.FloatText(value=d["budget_musd"], description="Budget cap ($M, 0 = none)", style=style),
             "use_mfu_override": w.Checkbox(value=d["use_mfu_override"], description="Override MFU", **tick),
-            "mfu_override": w.FloatSlider(
-                value=d["mfu_override"],
-                min=0.05,
-                max=0.9,
-                step=0.01,
-                description="MFU",
-                continuous_update=False,
-                style=style,
-            ),
+            "mfu_override": slider("MFU", d["mfu_override"], 0.05, 0.9, 0.01),
             "use_goodput_override": w.Checkbox(value=d["use_goodput_override"], description="Override goodput", **tick),
-            "goodput_override": w.FloatSlider(
-                value=d["goodput_override"],
-                min=0.1,
-                max=1.0,
-                step=0.01,
-                description="Goodput",
-                continuous_update=False,
-                style=style,
-            ),
+            "goodput_override": slider("Goodput", d["goodput_override"], 0.1, 1.0, 0.01),
             "include_migration_cost": w.Checkbox(
                 value=d["include_migration_cost"], description="Count migration cost", **tick
             ),
@@ -190,12 +166,7 @@ class TrainView:
 
     def set_values(self, values: dict) -> None:
         """Set several controls at once (a scenario link), then recompute once."""
-        self._syncing = True
-        try:
-            for name, value in values.items():
-                self.controls[name].value = value
-        finally:
-            self._syncing = False
+        set_values(self, values)
         self._on_change(None)
 
     def prepare_downloads(self) -> None:
@@ -239,11 +210,8 @@ class TrainView:
         c["active_params_b"].disabled = not c["moe"].value
         c["tokens_b"].disabled = c["tokens_preset"].value != "custom"
         if c["tokens_preset"].value != "custom":
-            self._syncing = True  # showing the derived token count is not a user change
-            try:
+            with syncing(self):  # showing the derived token count is not a user change
                 c["tokens_b"].value = state.tokens_b(self.values())
-            finally:
-                self._syncing = False
         self.update()
 
     def _prices_in_use(self) -> str:

@@ -286,18 +286,23 @@ def read_table(path: Path | str, model: type[pa.DataFrameModel]) -> pl.DataFrame
     return frame
 
 
-def _validate(content: bytes, model: type[pa.DataFrameModel], label: str) -> pl.DataFrame:
-    if not content.strip():
-        raise DataError(f"{label}: the file is empty (expected a header line and rows)")
+def read_text_csv(content: bytes, label: str, **options) -> pl.DataFrame:
+    """CSV bytes as a frame of strings; text that is not UTF-8 or not CSV raises DataError naming the line."""
     try:
         content.decode("utf-8")
     except UnicodeDecodeError as err:
         line = content[: err.start].count(b"\n") + 1
         raise DataError(f"{label} line {line}: not UTF-8 text (byte {err.start})") from None
     try:
-        raw = pl.read_csv(content, infer_schema=False)
+        return pl.read_csv(content, infer_schema=False, **options)
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as err:
         raise DataError(f"{label}: not a readable UTF-8 CSV file ({str(err).splitlines()[0]})") from None
+
+
+def _validate(content: bytes, model: type[pa.DataFrameModel], label: str) -> pl.DataFrame:
+    if not content.strip():
+        raise DataError(f"{label}: the file is empty (expected a header line and rows)")
+    raw = read_text_csv(content, label)
     if raw.height == 0:
         raise DataError(f"{label}: has a header but no rows")
     for name, default in schemas.OPTIONAL_DEFAULTS.get(model, {}).items():

@@ -237,15 +237,7 @@ def _read(path: Path, required: tuple[str, ...] = ()) -> pl.DataFrame:
         content = path.read_bytes()
     except OSError as err:
         raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
-    try:
-        content.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = content[: err.start].count(b"\n") + 1
-        raise DataError(f"{path} line {line}: not UTF-8 text (byte {err.start})") from None
-    try:
-        frame = pl.read_csv(content, infer_schema=False, empty_string_is_null=False)
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as err:
-        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+    frame = loading.read_text_csv(content, str(path), empty_string_is_null=False)
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise DataError(f"{path}: missing column(s) {', '.join(missing)}")

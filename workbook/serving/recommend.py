@@ -15,6 +15,7 @@ import polars as pl
 
 from workbook.present import count, per_million_tokens, price_basis, usd
 from workbook.serving.scenario import SPOT_WARNING
+from workbook.training.recommend import none_feasible, rank_per_accelerator
 
 EDGE_FRACTION = 0.9  # a latency at 90%+ of its target is "at the edge"
 
@@ -84,21 +85,13 @@ def _compare(best: dict, other: dict) -> str:
 
 def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
     """Rank ``frame`` (from ``evaluate_serving(scenario)``) and explain the winner."""
-    feasible = frame.filter(pl.col("feasible")).sort("usd_per_million_tokens")
-    ranked = feasible.unique(subset="accelerator_id", keep="first", maintain_order=True).to_dicts()
-    blocked = (
-        frame.filter(~pl.col("accelerator_id").is_in([o["accelerator_id"] for o in ranked]))
-        .group_by("accelerator_id", maintain_order=True)
-        .first()
-        .select("accelerator_id", "name", pl.col("infeasible_reason").alias("reason"))
-    )
+    ranked, blocked = rank_per_accelerator(frame, "usd_per_million_tokens")
     if not ranked:
-        why = "; ".join(f"{r['name']}: {r['reason']}" for r in blocked.head(4).to_dicts())
         return ServingRecommendation(
             None,
             [],
             blocked,
-            [f"No option meets the targets. {why}"],
+            [none_feasible(blocked, "targets")],
             [],
             "No accelerator meets these targets",
             None,

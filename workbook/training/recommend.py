@@ -185,21 +185,32 @@ def _compare(best: dict, other: dict) -> str:
     return f"{saving:.0%} cheaper than {describe(other)}.{tail}"
 
 
-def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: str = "nvidia") -> Recommendation:
-    """Rank ``frame`` (from ``options.evaluate``) and explain the winner."""
-    feasible = frame.filter(pl.col("feasible")).sort("cost_usd")
+def rank_per_accelerator(frame: pl.DataFrame, cost: str) -> tuple[list[dict], pl.DataFrame]:
+    """The cheapest feasible option of each accelerator by ``cost``, cheapest first, and the accelerators with no
+    feasible option (``accelerator_id``, ``name``, ``reason``: the first option's infeasibility reason)."""
+    feasible = frame.filter(pl.col("feasible")).sort(cost, maintain_order=True)
     per_chip = feasible.unique(subset="accelerator_id", keep="first", maintain_order=True)
-    ranked = per_chip.to_dicts()
     blocked = (
         frame.filter(~pl.col("accelerator_id").is_in(per_chip["accelerator_id"].implode()))
         .group_by("accelerator_id", maintain_order=True)
         .first()
         .select("accelerator_id", "name", pl.col("infeasible_reason").alias("reason"))
     )
+    return per_chip.to_dicts(), blocked
+
+
+def none_feasible(blocked: pl.DataFrame, what: str) -> str:
+    """'No option meets the <what>.' and why, for the first four accelerators."""
+    why = "; ".join(f"{r['name']}: {r['reason']}" for r in blocked.head(4).to_dicts())
+    return f"No option meets the {what}. {why}"
+
+
+def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: str = "nvidia") -> Recommendation:
+    """Rank ``frame`` (from ``options.evaluate``) and explain the winner."""
+    ranked, blocked = rank_per_accelerator(frame, "cost_usd")
     if not ranked:
-        why = "; ".join(f"{r['name']}: {r['reason']}" for r in blocked.head(4).to_dicts())
         return Recommendation(
-            None, [], blocked, [f"No option meets the constraints. {why}"], "No accelerator meets these constraints"
+            None, [], blocked, [none_feasible(blocked, "constraints")], "No accelerator meets these constraints"
         )
     best, runners = ranked[0], ranked[1:3]
     reasons = [
@@ -222,7 +233,9 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     if rival is not None and rival not in runners[:1]:
         reasons.append(f"Best {rival['kind_label']} alternative: {best['name']} is {_compare(best, rival)}")
     reasons.append(_framework_reason(best, team_framework, platform))
-    commitment = _commitment_reason(best, feasible.to_dicts())
+    commitment = _commitment_reason(
+        best, frame.filter(pl.col("feasible")).sort("cost_usd", maintain_order=True).to_dicts()
+    )
     if commitment:
         reasons.append(commitment)
     reasons.append(
