@@ -249,3 +249,13 @@ def test_cli_compare_serve_defaults_to_on_demand(cli):
 def test_cli_serve_bad_input(cli, args, flag):
     out = cli(*args)
     assert out.returncode == 2 and flag in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_price_ties_between_clouds_come_in_a_fixed_order(cat):
+    """Two clouds at the same price per token: by accelerator, then cloud name (not whichever a join left first)."""
+    scenario = serving.ServeScenario(model=ModelSpec.preset("mixtral-8x7b"), requests_per_s=20)
+    frame = serving.evaluate_serving(scenario, cat)
+    keys = frame.filter(pl.col("feasible")).select("usd_per_million_tokens", "accelerator_id", "cloud")
+    ties = keys.filter(pl.col("usd_per_million_tokens").is_duplicated())
+    assert ties.height >= 2, "the scenario must have price ties for this test to mean anything"
+    assert keys.rows() == keys.sort(keys.columns, maintain_order=True).rows()
