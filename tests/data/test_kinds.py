@@ -33,7 +33,7 @@ def test_shipped_kinds_cover_every_accelerator_with_a_source():
 
 def test_a_new_kind_needs_only_csv_rows(tmp_path):
     data = _copy(tmp_path)
-    _append(data / "kinds.csv", 'npu,NPU,pytorch,"test kind",2026-11-22')
+    _append(data / "kinds.csv", 'npu,NPU,pytorch,#9467bd,"test kind",2026-11-22')
     for framework, support in (("pytorch", "native"), ("jax", "supported"), ("tensorflow", "unsupported")):
         efficiency = {"native": 1.0, "supported": 0.8, "unsupported": 0}[support]
         _append(
@@ -92,3 +92,25 @@ def test_kind_tables_disagreeing_are_reported(tmp_path, table, line, match):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError, match=match):
         catalog.load(data)
+
+
+def test_a_new_kinds_chips_are_drawn_in_its_chart_colour_without_a_palette_row(tmp_path, monkeypatch):
+    from workbook.catalog import loading
+
+    data = _copy(tmp_path)
+    h100 = next(line for line in (data / "accelerators.csv").read_text().splitlines() if line.startswith("h100-sxm,"))
+    _append(data / "accelerators.csv", h100.replace("h100-sxm,", "npu-1,", 1).replace(",nvidia,gpu,", ",intel,npu,", 1))
+    monkeypatch.setattr(loading, "DATA_DIR", data)
+    for colour, outcome in (("", "needs a chart_color"), ("#4c78a8", "repeats a colour"), ("#9467bd", None)):
+        _append(data / "kinds.csv", f'npu,NPU,pytorch,{colour},"test kind",2026-11-22')
+        loading.shipped_palette.cache_clear()
+        try:
+            if outcome:
+                with pytest.raises(DataError, match=outcome):
+                    loading.shipped_palette()
+            else:
+                row = loading.shipped_palette().filter(pl.col("kind") == "npu").row(0, named=True)
+                assert (row["vendor"], row["label"], row["color"]) == ("intel", "Intel NPU", "#9467bd")
+        finally:
+            loading.shipped_palette.cache_clear()
+        (data / "kinds.csv").write_text("".join((data / "kinds.csv").read_text().splitlines(True)[:-1]))

@@ -342,8 +342,41 @@ def _check_frameworks(frameworks: pl.DataFrame, kinds: pl.DataFrame, root: Path)
 
 @functools.cache
 def shipped_palette() -> pl.DataFrame:
-    """``data/palette.csv`` as shipped: each chart family's (vendor and kind) legend label and colour."""
-    return read_table(DATA_DIR / "palette.csv", schemas.Palette)
+    """Each shipped chart family's (vendor and kind) legend label and colour: ``data/palette.csv``, and for a
+    family of the shipped accelerators with no row there, its kind's ``chart_color`` from ``data/kinds.csv``
+    (label: vendor and kind, "Intel NPU"), so a chip of a new kind needs no palette row to be drawn in its own
+    colour."""
+    palette = read_table(DATA_DIR / "palette.csv", schemas.Palette)
+    kinds = read_table(DATA_DIR / "kinds.csv", schemas.Kinds)
+    families = read_table(DATA_DIR / "accelerators.csv", schemas.Accelerators).select("vendor", "kind").unique()
+    vendor = pl.col("vendor")
+    missing = (
+        families.join(palette, on=["vendor", "kind"], how="anti")
+        .join(kinds, on="kind")
+        .sort("vendor", "kind")
+        .select(
+            "vendor",
+            "kind",
+            label=pl.format(
+                "{} {}",
+                pl.when(vendor.str.len_chars() <= 3)
+                .then(vendor.str.to_uppercase())
+                .otherwise(vendor.str.to_titlecase()),
+                pl.col("label"),
+            ),
+            color="chart_color",
+            source=pl.lit("data/kinds.csv chart_color: the family has no row in data/palette.csv"),
+            as_of="as_of",
+        )
+    )
+    label = str(DATA_DIR / "kinds.csv")
+    if missing["color"].null_count():
+        kind = missing.filter(pl.col("color").is_null())["kind"][0]
+        raise DataError(f"{label}: kind {kind!r} needs a chart_color (its chips have no family in palette.csv)")
+    combined = pl.concat([palette, missing])
+    if combined["color"].n_unique() < combined.height:
+        raise DataError(f"{label}: a chart_color repeats a colour of data/palette.csv; each family needs its own")
+    return combined
 
 
 def layer_prices(shipped: pl.DataFrame, mine: pl.DataFrame) -> pl.DataFrame:

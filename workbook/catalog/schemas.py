@@ -19,6 +19,7 @@ FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 SUPPORT_LEVELS = ("native", "first-class", "supported", "limited", "unsupported")
 PRECISIONS = ("bf16", "fp8", "int8")
 SLUG = r"^[a-z0-9][a-z0-9.-]*$"
+HEX_COLOUR = r"^#[0-9a-fA-F]{6}$"
 # What ``max_job_chips`` rests on: a documented single training job, the largest configuration a vendor documents
 # for one workload (no public job found), or our stated assumption.
 MAX_JOB_BASES = ("job", "configuration", "assumption")
@@ -39,11 +40,13 @@ def band(stem: str):
 class Kinds(pa.DataFrameModel):
     """Accelerator kinds (GPU, TPU, Trainium...): label, native framework.
 
-    A new kind is a row here plus its rows in frameworks.csv; no code change."""
+    A new kind is a row here plus its rows in frameworks.csv; no code change. ``chart_color`` colours the kind's
+    chips in charts where their family (vendor and kind) has no row of its own in palette.csv."""
 
     kind: str = pa.Field(unique=True, str_matches=SLUG)
     label: str = pa.Field(str_length={"min_value": 1})
     native_framework: str = pa.Field(isin=FRAMEWORKS)
+    chart_color: Optional[str] = pa.Field(nullable=True, str_matches=HEX_COLOUR)
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
 
@@ -58,7 +61,7 @@ class Palette(pa.DataFrameModel):
     vendor: str = pa.Field(str_matches=SLUG)
     kind: str = pa.Field(str_matches=SLUG)
     label: str = pa.Field(str_length={"min_value": 1})
-    color: str = pa.Field(unique=True, str_matches=r"^#[0-9a-fA-F]{6}$")
+    color: str = pa.Field(unique=True, str_matches=HEX_COLOUR)
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
 
@@ -237,6 +240,7 @@ class PriceEvents(pa.DataFrameModel):
 
 # Columns a user's file may omit (price overrides are the usual case), with their default.
 OPTIONAL_DEFAULTS: dict[type[pa.DataFrameModel], dict[str, object]] = {
+    Kinds: {"chart_color": None},
     Prices: {
         "region": "any",
         "instance_type": "negotiated",
