@@ -153,6 +153,8 @@ def test_bad_override_names_file_row_and_column(tmp_path, body, expected):
         ("frameworks.csv", 3, ",6,3,12,", ",6,3,5,", ": fails port_weeks_low <= port_weeks <= port_weeks_high"),
         ("mfu_proxies.csv", 2, ",1.05,1.0,1.14,", ",1.05,1.1,1.14,", ": fails factor_low <= factor <= factor_high"),
         ("platform_ports.csv", 2, "amd,gpu,3,1,8,", "amd,gpu,3,4,8,", ": fails weeks_low <= weeks <= weeks_high"),
+        ("serving_engine_defaults.csv", 4, "vllm-cuda,h100-sxm,", "vllm-cuda,h100-sxn,", ", column accelerator_id"),
+        ("serving_engine_defaults.csv", 2, "trtllm,any,8192,", "trtllm,any,0,", "column max_tokens_per_step"),
     ],
 )
 def test_bad_shipped_table_is_reported(tmp_path, table, line, old, new, message):
@@ -191,3 +193,11 @@ def test_every_price_event_supersedes_and_derives_rows():
         derived = rows.filter((pl.col("as_of") == event["effective"]) & ~pl.col("excluded"))
         old = rows.filter(pl.col("as_of") < event["effective"], pl.col("pricing_model") == event["pricing_model"])
         assert derived.height > 0 and old.height > 0 and old["excluded"].all()
+
+
+def test_serving_engine_defaults_are_sourced_and_one_per_stack_and_accelerator():
+    table = catalog.load().serving_engine_defaults
+    assert table.height > 0 and table["source"].str.contains("github ").all() and table["as_of"].is_not_null().all()
+    assert table.select("stack", "accelerator_id").is_unique().all()
+    # every configured GPU stack has a default for any accelerator, and device-specific rows only where it differs
+    assert {"trtllm", "vllm-cuda", "vllm-rocm"} <= set(table.filter(pl.col("accelerator_id") == "any")["stack"])

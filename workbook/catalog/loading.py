@@ -58,6 +58,7 @@ class Catalog:
     platform_ports: pl.DataFrame
     reference_runs: pl.DataFrame
     inference_runs: pl.DataFrame
+    serving_engine_defaults: pl.DataFrame
     mfu_proxies: pl.DataFrame
     capacity: pl.DataFrame  # chips rentable without a reservation, per cloud and pricing model
 
@@ -415,6 +416,7 @@ TABLE_FILES = (
     "prices",
     "reference_runs",
     "inference_runs",
+    "serving_engine_defaults",
     "mfu_proxies",
     "frameworks",
     "framework_switches",
@@ -462,6 +464,8 @@ def _load(root: Path, price_overrides: Path | str | None) -> Catalog:
     _unknown_ids(runs, known, str(root / "reference_runs.csv"))
     serving_runs = read_table(root / "inference_runs.csv", schemas.InferenceRuns)
     _unknown_ids(serving_runs, known, str(root / "inference_runs.csv"))
+    engine_defaults = read_table(root / "serving_engine_defaults.csv", schemas.ServingEngineDefaults)
+    _unknown_ids(engine_defaults, [*known, "any"], str(root / "serving_engine_defaults.csv"))
     proxies = read_table(root / "mfu_proxies.csv", schemas.MfuProxies)
     _unknown_ids(proxies, known, str(root / "mfu_proxies.csv"))
     frameworks = read_table(root / "frameworks.csv", schemas.Frameworks)
@@ -479,6 +483,7 @@ def _load(root: Path, price_overrides: Path | str | None) -> Catalog:
         platform_ports=ports,
         reference_runs=runs,
         inference_runs=serving_runs,
+        serving_engine_defaults=engine_defaults,
         mfu_proxies=proxies,
         capacity=capacity,
     )

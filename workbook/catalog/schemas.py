@@ -294,6 +294,28 @@ class PlatformPorts(pa.DataFrameModel):
 SERVING_STACKS = ("trtllm", "trtllm-static", "vllm-cuda", "vllm-rocm", "jetstream", "vllm-tpu", "neuron")
 
 
+class ServingEngineDefaults(pa.DataFrameModel):
+    """Each serving stack's documented default engine settings (per replica), used when a scenario is evaluated.
+
+    ``accelerator_id`` ``any`` is the stack's default; a row naming an accelerator replaces it there (vLLM's
+    defaults depend on the device). A stack with no row runs an unlimited engine (no verified default).
+    """
+
+    stack: str = pa.Field(isin=SERVING_STACKS)
+    accelerator_id: str = pa.Field(str_matches=SLUG)  # one of accelerators.csv, or any (checked on load)
+    max_tokens_per_step: Optional[int] = pa.Field(nullable=True, ge=1)  # max_num_tokens / max_num_batched_tokens
+    max_seqs: Optional[int] = pa.Field(nullable=True, ge=1)  # max_batch_size (TRT-LLM) / max_num_seqs (vLLM)
+    chunked_prefill: bool  # a prompt may be split over several steps
+    engine: str = pa.Field(str_length={"min_value": 3})  # the engine and entry point the defaults belong to
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+    notes: Optional[str] = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        unique = ["stack", "accelerator_id"]
+
+
 class InferenceRuns(pa.DataFrameModel):
     """Published serving measurements, each with its software stack and publication date.
 
@@ -332,8 +354,8 @@ class InferenceRuns(pa.DataFrameModel):
     # latencies: which statistic the source states (MLPerf logs give the mean and percentiles); null for throughput
     latency_statistic: Optional[str] = pa.Field(nullable=True, isin=("mean", "p99", "unstated"))
     value: float = pa.Field(gt=0)
-    # The submitter's scheduler settings (null: not published; the stack's documented default applies,
-    # workbook.serving.published.STACK_DEFAULTS). Per replica (tensor_parallel chips):
+    # The submitter's scheduler settings (null: not published; the unlimited engine's value applies, see
+    # workbook.serving.published.scheduler). Per replica (tensor_parallel chips):
     pipeline_parallel: Optional[int] = pa.Field(nullable=True, ge=1)  # pipeline stages (micro-batches in flight)
     max_tokens_per_step: Optional[int] = pa.Field(nullable=True, ge=1)  # max_num_tokens / max_num_batched_tokens
     max_seqs: Optional[int] = pa.Field(nullable=True, ge=1)  # max_batch_size (TRT-LLM) / max_num_seqs (vLLM)

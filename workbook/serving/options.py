@@ -6,7 +6,10 @@ with prefill interleaved into decode steps), and sizes **independent replicas** 
 headroom target of that capacity: replicas = ceil(traffic / (headroom x capacity)). No training-cluster cap
 applies: replicas do not talk to each other. The configuration with the fewest chips wins (ties: the most
 throughput per chip). Latencies are reported at the load the traffic actually puts on each replica.
-Efficiencies come from the vendor's chosen software stack (:mod:`workbook.serving.calibration`).
+Efficiencies come from the vendor's chosen software stack (:mod:`workbook.serving.calibration`), and so do the
+engine's scheduler settings: each stack's documented defaults (``data/serving_engine_defaults.csv``: per-step
+token budget, batch limit, chunked prefill; a stack with no verified default runs an unlimited engine, and the
+``engine`` column says so), which set how long prompts queue under load (:class:`replica.Scheduler`).
 """
 
 from __future__ import annotations
@@ -22,13 +25,53 @@ from workbook.serving.calibration import ServingEfficiency, calibrate
 from workbook.serving.scenario import ServeScenario
 
 KEYS = ["accelerator_id", "tensor_parallel"]
+ENGINE_COLUMNS = ["max_tokens_per_step", replica.ENGINE_MAX_SEQS, "chunked_prefill", "engine", "engine_source"]
+UNLIMITED_ENGINE = "no verified default for this stack: an engine with no token budget and no batch limit"
+
+
+def with_engine(acc: pl.DataFrame, defaults: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
+    """``acc`` (with its ``stack``) and the stack's default engine settings there: the row naming the accelerator,
+    else the stack's ``any`` row, else none (an unlimited engine, said in ``engine``). A batch limit the user set
+    (``max_batch``) replaces the engine's."""
+    table = defaults.select(
+        "stack",
+        "accelerator_id",
+        *ENGINE_COLUMNS[:-1],
+        pl.concat_str("source", pl.lit(" (as of "), "as_of", pl.lit(")")).alias("engine_source"),
+    )
+    stack_wide = table.filter(pl.col("accelerator_id") == "any").drop("accelerator_id")
+    frame = (
+        acc.join(table, on=["stack", "accelerator_id"], how="left")
+        .join(stack_wide, on="stack", how="left", suffix="_any")
+        .with_columns(
+            pl.when(pl.col("engine").is_not_null()).then(pl.col(c)).otherwise(pl.col(f"{c}_any")).alias(c)
+            for c in ENGINE_COLUMNS
+        )
+        .drop(f"{c}_any" for c in ENGINE_COLUMNS)
+    )
+    frame = frame.with_columns(pl.col("engine").fill_null(UNLIMITED_ENGINE))
+    if s.max_batch is not None:
+        frame = frame.with_columns(pl.lit(s.max_batch).alias(replica.ENGINE_MAX_SEQS))
+    return frame
+
+
+def per_engine(frame: pl.DataFrame, run) -> pl.DataFrame:
+    """``run(part, scheduler)`` on the rows of each stack and engine setting, with that engine's scheduler."""
+    keys = ["stack", "max_tokens_per_step", "chunked_prefill"]
+    if frame.height == 0:
+        return run(frame, replica.Scheduler())
+    parts = [
+        run(part, replica.engine(stack, tokens, chunked))
+        for (stack, tokens, chunked), part in frame.group_by(keys, maintain_order=True)
+    ]
+    return pl.concat(parts, how="diagonal_relaxed")
 
 
 def _replicas(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.DataFrame:
     acc = cat.accelerators
     if s.accelerators:
         acc = acc.filter(pl.col("accelerator_id").is_in(list(s.accelerators)))
-    acc = eff.for_accelerators(acc, s.stack_choice)
+    acc = with_engine(eff.for_accelerators(acc, s.stack_choice), cat.serving_engine_defaults, s)
     if s.efficiency_override is not None:
         acc = acc.with_columns(eta_bw=pl.lit(s.efficiency_override), eta_c=pl.lit(s.efficiency_override))
     return replica.replicas(replica.configs(acc), s, eff.moe)
@@ -67,7 +110,7 @@ def _why_not(s: ServeScenario) -> pl.Expr:
 def best_configs(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.DataFrame:
     """Per accelerator: the replica configuration serving the traffic within the headroom with the fewest chips."""
     reps = _replicas(cat, s, eff)
-    curve = replica.load_curve(reps, s)
+    curve = per_engine(reps, lambda part, sched: replica.load_curve(part, s, sched))
     lim = replica.limits(curve)
     demand_rps = s.output_tokens_per_s / s.output_tokens
     frame = (
@@ -108,7 +151,8 @@ def best_configs(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.D
         [best.drop("capacity_per_chip"), fallback.join(best.select("accelerator_id"), on="accelerator_id", how="anti")]
     )
     actual = (demand_rps / pl.col("replicas") / pl.col("capacity_rps")).fill_null(pl.col("max_load_fraction"))
-    at = replica.at_load(chosen, s, pl.when(actual < 1).then(actual).otherwise(0.99))
+    rho = pl.when(actual < 1).then(actual).otherwise(0.99)
+    at = per_engine(chosen, lambda part, sched: replica.at_load(part, s, rho, sched))
     return at.join(summary, on="accelerator_id").with_columns(
         utilisation=pl.col("requests_per_s_per_replica") / pl.col("capacity_within_targets_rps"),
         serve_reason=_why_not(s),
@@ -129,6 +173,11 @@ SERVE_COLUMNS = [
     "stack_name",
     "stack_round",
     "stack_note",
+    "engine",
+    "max_tokens_per_step",
+    "max_seqs",
+    "chunked_prefill",
+    "engine_source",
     "tensor_parallel",
     "over_pcie",
     "sequences",
@@ -226,7 +275,7 @@ def batch_curve(
     cat = catalog or catalog_mod.load()
     reps = _replicas(cat, s, efficiency or calibrate(cat)).join(picks.select(KEYS), on=KEYS)
     return (
-        replica.load_curve(reps, s)
+        per_engine(reps, lambda part, sched: replica.load_curve(part, s, sched))
         .filter(pl.col("fits_in_memory"))
         .select(
             "accelerator_id", "name", "tensor_parallel", "load_fraction", "tpot_ms", "ttft_ms", "tokens_per_s_per_chip"

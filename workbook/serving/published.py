@@ -44,30 +44,19 @@ def scenario(run: dict) -> ServeScenario:
     )
 
 
-# Stacks whose engine runs prompt and decode tokens in the same step even without chunking: TensorRT-LLM's
-# in-flight batching (max_num_tokens counts both). vLLM without chunked prefill runs prefill-only steps
-# (docs.vllm.ai, "Chunked Prefill": "By default, vLLM scheduler prioritizes prefills and doesn't batch prefill and
-# decode to the same batch").
-MIXED_WITHOUT_CHUNKING = ("trtllm",)
-
-
 def scheduler(run: dict) -> replica.Scheduler:
     """The engine settings the submitter published (``data/inference_runs.csv``: ``max_tokens_per_step``,
     ``chunked_prefill``, ``pipeline_parallel``, ``dispatch_window_ms``, with ``scheduler_source``). A setting left
     unpublished keeps the unlimited engine's value: no token budget, no dispatch window (stated, not a stack
     default: the defaults move between releases and the submissions do not all name theirs)."""
-    chunked = run.get("chunked_prefill")
-    chunked = True if chunked is None else chunked
     tokens = run.get("max_tokens_per_step")
-    window_ms = run.get("dispatch_window_ms") or 0.0
-    tp = run["tensor_parallel"] or 1
-    return replica.Scheduler(
-        max_tokens_per_step=math.inf if tokens is None else float(tokens),
-        mixed_steps=chunked or run["stack"] in MIXED_WITHOUT_CHUNKING,
-        chunked_prefill=chunked,
+    return replica.engine(
+        run["stack"],
+        None if tokens is None else float(tokens),
+        run.get("chunked_prefill"),
         pipeline_stages=run.get("pipeline_parallel") or 1,
-        dispatch_window_s=window_ms / 1000,
-        replicas_per_dispatcher=max(1, run["chips"] // tp),
+        dispatch_window_s=(run.get("dispatch_window_ms") or 0.0) / 1000,
+        replicas_per_dispatcher=max(1, run["chips"] // (run["tensor_parallel"] or 1)),
     )
 
 
@@ -92,18 +81,25 @@ def _replicas(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float
 
 
 def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float) -> float:
-    """The model's figure for ``run``'s measure on the configuration with the most throughput: system tokens/s at
-    the highest load within the limits (offline: memory only); TTFT / TPOT (ms), in the row's statistic (mean or
-    p99), of a lone request (latency scenario) or, for a server result, at that same highest load within the
-    server's p99 limits. A server result's
-    load is, by MLPerf's rules, the most its system sustained within the limits: its counterpart is the model's own
-    most, not the same requests/s (near saturation TPOT ~ 1 / (1 - load), so a 10% capacity error read at the
-    published requests/s would swing the latency several-fold; the throughput rows carry that error)."""
+    """The model's figure for ``run``'s measure (:func:`predict_detail`)."""
+    return predict_detail(accelerators, run, eta_bw, eta_c, moe)["value"]
+
+
+def predict_detail(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float) -> dict:
+    """The model's figure for ``run``'s measure (``value``) on the configuration with the most throughput: system
+    tokens/s at the highest load within the limits (offline: memory only); TTFT / TPOT (ms), in the row's statistic
+    (mean or p99), of a lone request (latency scenario) or, for a server result, at that same highest load within
+    the server's p99 limits (``max_load_fraction``). A server result's load is, by MLPerf's rules, the most its
+    system sustained within the limits: its counterpart is the model's own most. For server latencies with a
+    published load, also the reading at that load (:func:`at_published_load`): ``published_load_fraction`` and
+    ``value_at_published_load`` (measured, not used: read at the published load, TPOT ~ 1 / (1 - load) turns the
+    model's capacity error on the run's system into a several-fold latency error; see the validation module)."""
+    detail = {"value": math.nan, "max_load_fraction": None, "published_load_fraction": None}
     s = scenario(run)
     sched = scheduler(run)
     reps = _replicas(accelerators, run, eta_bw, eta_c, moe)
     if reps.height == 0:
-        return math.nan
+        return detail
     best = (
         reps.join(replica.limits(replica.load_curve(reps, s, sched)), on=["accelerator_id", "tensor_parallel"])
         .filter(pl.col("max_load_fraction").is_not_null())
@@ -118,11 +114,34 @@ def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, 
         .head(1)
     )
     if best.height == 0:
-        return math.nan
+        return detail
     if run["measure"] == "tokens_per_s":
-        return best["tokens_per_s"].item()
-    rho = pl.col("max_load_fraction") if run["scenario"] == "server" else pl.lit(0.0)
-    return replica.at_load(best, s, rho, sched)[predicted_column(run)].item()
+        return {**detail, "value": best["tokens_per_s"].item()}
+    server = run["scenario"] == "server"
+    rho = pl.col("max_load_fraction") if server else pl.lit(0.0)
+    detail = {
+        **detail,
+        "value": replica.at_load(best, s, rho, sched)[predicted_column(run)].item(),
+        "max_load_fraction": best["max_load_fraction"].item() if server else None,
+    }
+    if server and run["load_tokens_per_s"] is not None:
+        detail |= at_published_load(best, run, s, sched)
+    return detail
+
+
+def at_published_load(best: pl.DataFrame, run: dict, s: ServeScenario, sched: replica.Scheduler) -> dict:
+    """``run``'s latency read at its published load as a fraction of the model's capacity of one replica (system
+    tokens/s / output tokens / replicas, over ``capacity_rps``): ``published_load_fraction``; read at the model's
+    highest load within the limits where the published load is above it (``published_load_above_max``)."""
+    per_replica_rps = run["load_tokens_per_s"] / s.output_tokens / (run["chips"] / best["tensor_parallel"].item())
+    fraction = per_replica_rps / best["capacity_rps"].item()
+    ceiling = best["max_load_fraction"].item()
+    rho = pl.lit(min(fraction, ceiling))
+    return {
+        "published_load_fraction": fraction,
+        "published_load_above_max": fraction > ceiling,
+        "value_at_published_load": replica.at_load(best, s, rho, sched)[predicted_column(run)].item(),
+    }
 
 
 def fit_compute_efficiency(

@@ -38,6 +38,7 @@ from workbook.serving.scenario import PEAK_FOR, ServeScenario
 
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
 LOAD_GRID = tuple(i / 100 for i in range(1, 100))  # rho, fraction of the replica's capacity
+ENGINE_MAX_SEQS = "max_seqs"  # optional column of the input frame: the engine's limit on sequences per replica
 SLOTS_FULL = 0.999  # busy slots are capped just below all of them, where the wait for one is finite
 
 
@@ -51,6 +52,34 @@ class Scheduler:
     pipeline_stages: int = 1  # micro-batches in flight per replica (pipeline parallel)
     dispatch_window_s: float = 0.0  # the harness holds queries this long to batch them
     replicas_per_dispatcher: int = 1  # replicas the harness's batches are spread over (each batch to one)
+
+
+# Stacks whose engine runs prompt and decode tokens in the same step even without chunking: TensorRT-LLM's
+# in-flight batching (max_num_tokens counts both). vLLM without chunked prefill runs prefill-only steps
+# (docs.vllm.ai, "Chunked Prefill": "By default, vLLM scheduler prioritizes prefills and doesn't batch prefill and
+# decode to the same batch").
+MIXED_WITHOUT_CHUNKING = ("trtllm",)
+
+
+def engine(
+    stack: str,
+    max_tokens_per_step: float | None = None,
+    chunked_prefill: bool | None = None,
+    pipeline_stages: int = 1,
+    dispatch_window_s: float = 0.0,
+    replicas_per_dispatcher: int = 1,
+) -> Scheduler:
+    """The scheduler of ``stack``'s engine with these settings; a setting left None keeps the unlimited engine's
+    value (no token budget; prompts may be chunked)."""
+    chunked = True if chunked_prefill is None else chunked_prefill
+    return Scheduler(
+        max_tokens_per_step=math.inf if max_tokens_per_step is None else float(max_tokens_per_step),
+        mixed_steps=chunked or stack in MIXED_WITHOUT_CHUNKING,
+        chunked_prefill=chunked,
+        pipeline_stages=pipeline_stages,
+        dispatch_window_s=dispatch_window_s,
+        replicas_per_dispatcher=replicas_per_dispatcher,
+    )
 
 
 def prompt_second_moment(s: ServeScenario) -> float:
@@ -147,8 +176,10 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, pipel
     weights_bytes = w_bytes * m.params / t
     kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, live=True)  # paged KV cache
     max_sequences = (usable_bytes - weights_bytes) * t / kv_sequence
-    if s.max_batch is not None:
+    if s.max_batch is not None:  # the user's limit replaces the engine's
         max_sequences = pl.min_horizontal(max_sequences, pl.lit(float(s.max_batch)))
+    elif ENGINE_MAX_SEQS in frame.columns:  # the engine's batch limit (null: none)
+        max_sequences = pl.min_horizontal(max_sequences, pl.col(ENGINE_MAX_SEQS).cast(pl.Float64).fill_null(math.inf))
     return frame.with_columns(
         prefill_s=prefill_s,
         decode_s=decode_s,
