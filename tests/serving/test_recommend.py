@@ -87,3 +87,16 @@ def test_spot_is_not_a_serving_default_and_says_why_when_picked():
     rec = serving.recommend_serving(serving.evaluate_serving(s), s)
     assert rec.best is not None and rec.best["pricing_model"] == "spot"
     assert any("preempted replica breaks the latency target" in w for w in rec.warnings)
+
+
+@pytest.mark.parametrize(
+    "accelerator, words",
+    [
+        ("h100-sxm", "Engine defaults: 8,192 tokens per step, at most 2,048 sequences, prompts not chunked"),
+        ("tpu-v6e", "Engine: no verified default settings"),
+    ],
+)
+def test_the_card_names_the_engine_settings_that_queue_prompts(accelerator, words):
+    s = serving.ServeScenario(model=ModelSpec.from_params(70e9), requests_per_s=5, accelerators=(accelerator,))
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    assert rec.best is not None and any(words in reason for reason in rec.reasons), rec.reasons

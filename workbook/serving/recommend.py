@@ -72,7 +72,21 @@ def _latency_line(o: dict, scenario) -> str:
 
 def _stack_line(o: dict) -> str:
     note = o["stack_note"] or ""
-    return f"Software: {o['stack_name']}; its efficiency is {note[0].lower() + note[1:] if note else 'not sourced'}."
+    return (
+        f"Software: {o['stack_name']}; its efficiency is {note[0].lower() + note[1:] if note else 'not sourced'}. "
+        + _engine_words(o)
+    )
+
+
+def _engine_words(o: dict) -> str:
+    """The engine's default scheduler settings that set the queueing of prompts, or that none is known."""
+    if o["max_tokens_per_step"] is None:
+        return "Engine: no verified default settings for this stack, so prompts are not queued for a token budget."
+    limits = [f"{o['max_tokens_per_step']:,} tokens per step"]
+    if o["max_seqs"] is not None:
+        limits.append(f"at most {o['max_seqs']:,} sequences")
+    limits.append("chunked prefill" if o["chunked_prefill"] else "prompts not chunked")
+    return f"Engine defaults: {', '.join(limits)} ({o['engine']})."
 
 
 def _compare(best: dict, other: dict) -> str:
