@@ -91,9 +91,9 @@ def assumptions(s: Scenario, cal: calibration_mod.Calibration) -> list[str]:
     goodput = (
         f"{a.goodput_override:.0%} (your override)"
         if a.goodput_override
-        else f"{cal.goodput:.0%} of wall time as published runs count it (middle half {cal.goodput_low:.0%}-"
-        f"{cal.goodput_high:.0%}) less interruptions, {throughput.INTERRUPTIONS_PER_CHIP_DAY * 1000:.2g} per 1,000 "
-        "chip-days (Llama 3)"
+        else f"{cal.goodput:.0%} of the job's chip time as publishers total it (range {cal.goodput_low:.0%}-"
+        f"{cal.goodput_high:.0%}; the low end is how runs reported as chips x calendar days count) less interruptions, "
+        f"{throughput.INTERRUPTIONS_PER_CHIP_DAY * 1000:.2g} per 1,000 chip-days (Llama 3)"
     )
     zero = "ZeRO stage per option by the planner" if a.zero_stage is None else f"ZeRO stage {a.zero_stage}"
     recompute = "recomputation per option by the planner" if a.recompute == "auto" else f"{a.recompute} recomputation"

@@ -8,6 +8,7 @@ import pytest
 from workbook import catalog
 from workbook.model import throughput
 from workbook.training import calibration
+from workbook.training.scenario import default_global_batch_tokens
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +67,27 @@ def test_blackwell_ultra_takes_its_measured_sibling_as_proxy(cat):
         assert by_id[sibling]["basis_kind"] == "measured"
         assert by_id[ultra]["basis_kind"] == "proxy" and by_id[ultra]["basis"].startswith(f"proxy: {sibling} x")
         assert by_id[ultra]["mfu"] == pytest.approx(by_id[sibling]["mfu"])  # same dense peaks, factor 1
+
+
+def test_goodput_is_fitted_per_way_of_counting_chip_hours(cat):
+    cal = calibration.fit(cat)
+    by = {r["chip_hours_basis"]: r for r in cal.goodput_by_basis.iter_rows(named=True)}
+    assert set(by) == {"job_total", "wall_clock"} and all(r["runs"] >= 5 for r in by.values())
+    for basis, row in by.items():
+        runs = cal.full_runs.filter(pl.col("chip_hours_basis") == basis)["goodput"]
+        assert row["goodput"] == pytest.approx(runs.median())
+    # Predictions count the job's own chip time; the slow end of the range reaches a calendar span's accounting.
+    assert cal.goodput == by["job_total"]["goodput"] and cal.goodput_high == by["job_total"]["goodput_high"]
+    assert cal.goodput_low <= by["wall_clock"]["goodput"] < cal.goodput
+
+
+def test_a_run_is_planned_at_its_published_global_batch_else_the_default_rule(cat):
+    frame = calibration.runs_frame(cat, cat.reference_runs).select("run_id", "params", "global_batch_tokens")
+    published = cat.reference_runs.filter(pl.col("global_batch_tokens").is_not_null())
+    assert published.height >= 10
+    mine = frame.join(published.select("run_id", pl.col("global_batch_tokens").alias("published")), on="run_id")
+    assert (mine["global_batch_tokens"] == mine["published"]).all()
+    rest = frame.join(published, on="run_id", how="anti")
+    assert rest.height > 0
+    for row in rest.iter_rows(named=True):
+        assert row["global_batch_tokens"] == default_global_batch_tokens(row["params"])

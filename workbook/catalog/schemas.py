@@ -189,6 +189,9 @@ class FrameworkSwitches(pa.DataFrameModel):
         unique = ["from_framework", "to_framework"]
 
 
+CHIP_HOURS_BASES = ("job_total", "wall_clock")
+
+
 class ReferenceRuns(pa.DataFrameModel):
     """Published training runs and throughput benchmarks used for calibration and backtests."""
 
@@ -216,6 +219,18 @@ class ReferenceRuns(pa.DataFrameModel):
     reported_tokens_per_s_per_chip: Optional[float] = pa.Field(nullable=True, gt=0)
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)
+    # Tokens per optimizer step as published (the run's own batch); empty: the default rule of the training scenario.
+    global_batch_tokens: Optional[float] = pa.Field(nullable=True, gt=0)
+    # How a full run's chip-hours were counted: the job's own run time ("job_total": a GPU-hour total, iteration time
+    # x iterations, a timed run, or a runtime defined as job start to finish) or chips x a duration stated in calendar
+    # days or weeks of the project or stage ("wall_clock": "~2 weeks on 96 GPUs", "42 days", access windows; gaps,
+    # setup and idle chips may be inside). Full runs with chip-hours need one.
+    chip_hours_basis: Optional[str] = pa.Field(nullable=True, isin=CHIP_HOURS_BASES)
+
+    @pa.dataframe_check(error="a full run with reported_chip_hours needs chip_hours_basis (job_total or wall_clock)")
+    def basis_stated(cls, data) -> pl.LazyFrame:
+        timed = (pl.col("kind_of_run") == "full_run") & pl.col("reported_chip_hours").is_not_null()
+        return data.lazyframe.select(~timed | pl.col("chip_hours_basis").is_not_null())
 
     class Config:
         strict = True

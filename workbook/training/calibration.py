@@ -24,9 +24,13 @@ Method (simple on purpose, no per-run knobs; calibration and prediction call the
 6. **Goodput** = accounting x interruptions (``throughput.goodput``). Interruptions come from Llama 3's failure
    statistics at the run's chip count and length (its planned days at the benchmark rate); the accounting
    (end-to-end share of a whole run vs the planned benchmark rate: evaluation, checkpoints, stragglers, less
-   tuned production configs, how the publisher counts chip-hours) is fitted on full runs only = median of
-   planned chip-hours / (reported chip-hours x interruption goodput); range = interquartile. MLPerf rows are
-   benchmark timing (``run_start`` to ``run_stop``): accounting 1, their own interruptions only.
+   tuned production configs) is fitted on full runs only = median of planned chip-hours / (reported chip-hours x
+   interruption goodput), separately for each way the chip-hours were counted (``chip_hours_basis``): the job's
+   own chip time as the publisher totals it ("job_total": Meta's and DeepSeek's GPU-hour tables) or chips x a
+   calendar span ("wall_clock": "512 GPUs for 42 days", access windows). Predictions use the job-total accounting
+   (the chip time of the job itself, restarts included), range = its interquartile, widened on the slow side to the
+   calendar-span accounting (what a cluster held for the whole span costs). MLPerf rows are benchmark timing
+   (``run_start`` to ``run_stop``): accounting 1, their own interruptions only.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ class Calibration:
     goodput: float
     goodput_low: float
     goodput_high: float
+    goodput_by_basis: pl.DataFrame  # per chip_hours_basis: goodput, goodput_low, goodput_high, runs
     fp8_speedup: pl.DataFrame
     points: pl.DataFrame  # the benchmark points used, for display
     full_runs: pl.DataFrame  # the full runs used for goodput, with their ratios
@@ -94,7 +99,8 @@ def _peak() -> pl.Expr:
 
 
 def runs_frame(catalog: Catalog, runs: pl.DataFrame) -> pl.DataFrame:
-    """Runs with their model shape, accelerator, peak, framework efficiency and planned chip count.
+    """Runs with their model shape, global batch (published, else the scenario's default rule), accelerator, peak,
+    framework efficiency and planned chip count.
 
     Where the chip count is not published: the stated assumption (``chips_assumed``), else one scale-up domain,
     or the fewest chips that fit if more.
@@ -104,7 +110,7 @@ def runs_frame(catalog: Catalog, runs: pl.DataFrame) -> pl.DataFrame:
             {
                 "run_id": r["run_id"],
                 **{k: v for k, v in shape(r).columns().items() if k not in ("params", "active_params")},
-                "global_batch_tokens": default_global_batch_tokens(r["params"]),
+                "global_batch_tokens": r["global_batch_tokens"] or default_global_batch_tokens(r["params"]),
             }
             for r in runs.iter_rows(named=True)
         ],
@@ -112,7 +118,7 @@ def runs_frame(catalog: Catalog, runs: pl.DataFrame) -> pl.DataFrame:
     )
     native = catalog.frameworks.select("framework", "kind", pl.col("efficiency").alias("framework_efficiency"))
     frame = (
-        runs.drop("seq_len", "n_layers", "attention_dim")
+        runs.drop("seq_len", "n_layers", "attention_dim", "global_batch_tokens")
         .join(shapes, on="run_id")
         .join(catalog.accelerators, on="accelerator_id", how="left")
         .join(native, on=["framework", "kind"], how="left")
@@ -392,11 +398,24 @@ def _goodput(catalog: Catalog, mfu: pl.DataFrame, moe_efficiency: float) -> pl.D
             "tokens",
             "chips",
             "chips_planned",
+            "chip_hours_basis",
             "reported_chip_hours",
             "predicted_chip_hours_at_benchmark_rate",
             "interruption_goodput",
             "goodput",
         )
+    )
+
+
+def goodput_by_basis(runs: pl.DataFrame) -> pl.DataFrame:
+    """Accounting goodput per way of counting chip-hours (``chip_hours_basis``): median and interquartile range of
+    the full runs counted that way. A job's own chip time ("job_total") and chips x a calendar span ("wall_clock":
+    setup, pauses between stages and idle spares included) measure different things, so each has its own."""
+    quantile = lambda q: pl.col("goodput").quantile(q, "linear")  # noqa: E731
+    return (
+        runs.group_by("chip_hours_basis")
+        .agg(goodput=quantile(0.5), goodput_low=quantile(0.25), goodput_high=quantile(0.75), runs=pl.len())
+        .sort("chip_hours_basis")
     )
 
 
@@ -412,13 +431,16 @@ def fit(catalog: Catalog) -> Calibration:
     bf16 = _with_fallback(_with_proxies(direct, catalog.mfu_proxies), catalog.accelerator_ids)
     mfu = pl.concat([bf16, _low_precision(bf16, catalog.accelerators, speedup)]).sort("accelerator_id", "precision")
     runs = _goodput(catalog, mfu, moe)
-    quantiles = [runs["goodput"].quantile(q, "linear") for q in (0.5, 0.25, 0.75)]
+    by_basis = goodput_by_basis(runs)
+    job = by_basis.filter(pl.col("chip_hours_basis") == "job_total").row(0, named=True)
+    calendar = by_basis.filter(pl.col("chip_hours_basis") == "wall_clock")["goodput"]
     return Calibration(
         mfu=mfu,
         moe_efficiency=moe,
-        goodput=quantiles[0],
-        goodput_low=quantiles[1],
-        goodput_high=quantiles[2],
+        goodput=job["goodput"],
+        goodput_low=min(job["goodput_low"], *calendar),
+        goodput_high=job["goodput_high"],
+        goodput_by_basis=by_basis,
         fp8_speedup=speedup,
         points=points,
         full_runs=runs,

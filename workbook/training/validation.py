@@ -1,8 +1,9 @@
 """Backtest: predict every published full run's chip-hours with the model and compare with what was reported.
 
 * ``backtest`` runs the same pipeline as ``options.evaluate`` (chips given = the run's chip count or, where the
-  paper does not say, the chips that finish the run in the median published duration; precision and framework
-  as published; reserved capacity, so no on-demand ceiling) and returns one row per full run with the predicted
+  paper does not say, the chips that finish the run in the median published duration; precision, framework and
+  global batch as published; reserved capacity, so no on-demand ceiling; the accounting goodput of the way the run's
+  chip-hours were counted, ``chip_hours_basis``) and returns one row per full run with the predicted
   chip-hours, its low/high band, the error ln(predicted / reported), and the two plain rules': 6·N·D, and the
   exact per-layer FLOPs, each at a flat 50% of the BF16 peak.
 * ``held_out`` predicts each run with a calibration fitted without any run of its accelerator family;
@@ -120,12 +121,28 @@ def _predict(catalog: Catalog, cal: calibration_mod.Calibration, runs: pl.DataFr
     )
 
 
+def on_basis(cal: calibration_mod.Calibration, basis: str) -> calibration_mod.Calibration:
+    """``cal`` with the accounting goodput of chip-hours counted as ``basis`` (like for like: a run published as
+    chips x a calendar span is compared with the model's calendar span); ``cal`` itself where no run of that basis
+    calibrated it."""
+    fitted = cal.goodput_by_basis.filter(pl.col("chip_hours_basis") == basis)
+    if fitted.height == 0:
+        return cal
+    row = fitted.row(0, named=True)
+    return dataclasses.replace(
+        cal, goodput=row["goodput"], goodput_low=row["goodput_low"], goodput_high=row["goodput_high"]
+    )
+
+
 def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None = None) -> pl.DataFrame:
     """One row per full run: reported vs predicted chip-hours, band, error, and the naive baseline."""
     cal = calibration or calibration_mod.fit(catalog)
     runs = full_runs(catalog)
     typical_days = float(runs["reported_days"].median())
-    predicted = _predict(catalog, cal, runs, typical_days)
+    predicted = pl.concat(
+        _predict(catalog, on_basis(cal, basis), group, typical_days)
+        for (basis,), group in runs.group_by("chip_hours_basis", maintain_order=True)
+    )
     naive = (
         flops.FMA_FLOPS
         * flops.MATMUL_PASSES
@@ -174,6 +191,7 @@ def backtest(catalog: Catalog, calibration: calibration_mod.Calibration | None =
             "chips_modelled",
             "chips_basis",
             "layout",
+            "chip_hours_basis",
             "reported_chip_hours",
             "predicted_chip_hours",
             "predicted_chip_hours_low",
