@@ -157,7 +157,7 @@ def test_bad_override_names_file_row_and_column(tmp_path, body, expected):
         ("serving_engine_defaults.csv", 2, "trtllm,any,8192,", "trtllm,any,0,", "column max_tokens_per_step"),
         ("reference_runs.csv", 2, ",4194304,job_total", ",4194304,elapsed", "column chip_hours_basis"),
         ("reference_runs.csv", 2, ",4194304,job_total", ",0,job_total", "column global_batch_tokens"),
-        ("reference_runs.csv", 2, ",4194304,job_total", ",4194304,", ": fails a full run with reported_chip_hours needs"),
+        ("reference_runs.csv", 2, ",4194304,job_total", ",4194304,", ": fails a full run with reported_chip_hours"),
     ],
 )
 def test_bad_shipped_table_is_reported(tmp_path, table, line, old, new, message):
