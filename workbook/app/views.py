@@ -126,7 +126,9 @@ def accuracy(words: list[str], engineer_lines: list[str] = ()) -> str:
     )
     return (
         "<div class='wb-accuracy'><p>Every estimate comes from MFU calibrated on published throughput benchmarks "
-        "and a goodput fitted on published whole training runs. Checked against those runs:</p>"
+        "and a goodput fitted on published whole training runs, separately for runs that give the job's own "
+        "GPU-hours and runs reported as chips x calendar days (each compared with its own kind). Checked against "
+        "those runs:</p>"
         + present.items(words, "wb-lines")
         + details
         + "<p>Details, every run and the held-out check: notebooks/validation.ipynb.</p></div>"
