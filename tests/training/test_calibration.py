@@ -94,3 +94,12 @@ def test_a_run_is_planned_at_its_published_global_batch_else_the_default_rule(ca
     assert rest.height > 0
     for row in rest.iter_rows(named=True):
         assert row["global_batch_tokens"] == default_global_batch_tokens(row["params"])
+
+
+def test_goodput_falls_back_to_the_basis_left_when_no_job_totals_are_published(cat):
+    calendar_only = dataclasses.replace(
+        cat, reference_runs=cat.reference_runs.filter(pl.col("chip_hours_basis").fill_null("") != "job_total")
+    )
+    cal = calibration.fit(calendar_only)
+    assert cal.goodput_by_basis["chip_hours_basis"].to_list() == ["wall_clock"]
+    assert cal.goodput == pytest.approx(cal.full_runs["goodput"].median())

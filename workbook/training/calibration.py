@@ -432,7 +432,8 @@ def fit(catalog: Catalog) -> Calibration:
     mfu = pl.concat([bf16, _low_precision(bf16, catalog.accelerators, speedup)]).sort("accelerator_id", "precision")
     runs = _goodput(catalog, mfu, moe)
     by_basis = goodput_by_basis(runs)
-    job = by_basis.filter(pl.col("chip_hours_basis") == "job_total").row(0, named=True)
+    own = by_basis.filter(pl.col("chip_hours_basis") == "job_total")  # none in a reduced catalog: the other basis
+    job = (own if own.height else by_basis).row(0, named=True)
     calendar = by_basis.filter(pl.col("chip_hours_basis") == "wall_clock")["goodput"]
     return Calibration(
         mfu=mfu,
