@@ -158,6 +158,9 @@ def test_bad_override_names_file_row_and_column(tmp_path, body, expected):
         ("reference_runs.csv", 2, ",4194304,job_total", ",4194304,elapsed", "column chip_hours_basis"),
         ("reference_runs.csv", 2, ",4194304,job_total", ",0,job_total", "column global_batch_tokens"),
         ("reference_runs.csv", 2, ",4194304,job_total", ",4194304,", ": fails a full run with reported_chip_hours"),
+        # a named architecture must exist and match the run's parameter counts
+        ("reference_runs.csv", 8, ",job_total,llama3-8b", ",job_total,llama9-8b", ", column model_shape"),
+        ("reference_runs.csv", 8, ",job_total,llama3-8b", ",job_total,llama3-70b", ", column params: .* model_shape"),
     ],
 )
 def test_bad_shipped_table_is_reported(tmp_path, table, line, old, new, message):

@@ -37,6 +37,7 @@ import workbook
 from workbook import cache, shipped
 from workbook.catalog import schemas
 from workbook.errors import DataError, InputError
+from workbook.model.spec import PRESETS
 
 DATA_DIR_ENV = "WORKBOOK_DATA_DIR"
 DATA_DIR = shipped.path("data", "data")  # the tables in the installed package, else the checkout's data/
@@ -322,6 +323,24 @@ def _unknown_ids(frame: pl.DataFrame, known: list[str], label: str, column: str 
         )
 
 
+SHAPE_PARAMS_TOLERANCE = 0.05  # a run's parameter count and its named shape's agree within 5%
+
+
+def _check_model_shapes(runs: pl.DataFrame, label: str) -> None:
+    """Every ``model_shape`` names a preset whose total and active parameters match the run's (a wrong name fails)."""
+    _unknown_ids(runs, list(PRESETS), label, "model_shape")
+    for i, row in enumerate(runs.iter_rows(named=True)):
+        preset = PRESETS.get(row["model_shape"])
+        if preset is None:
+            continue
+        for column in ("params", "active_params"):
+            if abs(row[column] / getattr(preset, column) - 1) > SHAPE_PARAMS_TOLERANCE:
+                raise DataError(
+                    f"{label} {_line(i)}, column {column}: {row[column]:g} does not match model_shape "
+                    f"{row['model_shape']!r} ({getattr(preset, column):g}, within 5%)"
+                )
+
+
 def _check_frameworks(frameworks: pl.DataFrame, kinds: pl.DataFrame, root: Path) -> None:
     """Every (framework, kind) pair has a row, and each kind's native framework is marked ``native`` there."""
     label = str(root / "frameworks.csv")
@@ -462,6 +481,7 @@ def _load(root: Path, price_overrides: Path | str | None) -> Catalog:
         prices = prices.with_columns(user_price=pl.lit(False))
     runs = read_table(root / "reference_runs.csv", schemas.ReferenceRuns)
     _unknown_ids(runs, known, str(root / "reference_runs.csv"))
+    _check_model_shapes(runs, str(root / "reference_runs.csv"))
     serving_runs = read_table(root / "inference_runs.csv", schemas.InferenceRuns)
     _unknown_ids(serving_runs, known, str(root / "inference_runs.csv"))
     engine_defaults = read_table(root / "serving_engine_defaults.csv", schemas.ServingEngineDefaults)

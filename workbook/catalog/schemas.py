@@ -226,6 +226,9 @@ class ReferenceRuns(pa.DataFrameModel):
     # days or weeks of the project or stage ("wall_clock": "~2 weeks on 96 GPUs", "42 days", access windows; gaps,
     # setup and idle chips may be inside). Full runs with chip-hours need one.
     chip_hours_basis: Optional[str] = pa.Field(nullable=True, isin=CHIP_HOURS_BASES)
+    # The run's published architecture: a preset of workbook.model.spec (layers, hidden, KV heads, experts, vocab;
+    # checked by the loader); empty: the stated layers and attention width over the shape derived from the counts.
+    model_shape: Optional[str] = pa.Field(nullable=True, str_matches=SLUG)
 
     @pa.dataframe_check(error="a full run with reported_chip_hours needs chip_hours_basis (job_total or wall_clock)")
     def basis_stated(cls, data) -> pl.LazyFrame:

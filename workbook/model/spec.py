@@ -222,4 +222,23 @@ PRESETS: dict[str, ModelSpec] = {
     "deepseek-v3": ModelSpec(
         671e9, 37e9, 61, 7168, 16_384, 4096, 128, 18_432, 256, 8, 129_280, "DeepSeek-V3 report + config.json"
     ),
+    # deepseek-ai/DeepSeek-V2 config.json and report (arXiv:2405.04434): 236B / 21B active, 60 layers, hidden 5120,
+    # 128 heads, 160 routed experts (6 per token) + 2 shared, pre-trained at 4K; MLA treated as 128 KV heads x 128.
+    "deepseek-v2": ModelSpec(
+        236e9, 21e9, 60, 5120, 16_384, 4096, 128, 12_288, 160, 6, 102_400, "DeepSeek-V2 report + config.json"
+    ),
+    # meta-llama/Llama-4-Scout-17B-16E and -Maverick-17B-128E config.json (text_config): 48 layers, hidden 5120,
+    # 40 heads of 128 (8 KV), expert FFN 8192, vocab 202,048; Scout 16 experts in every layer, Maverick 128 in every
+    # other layer (counted here as 128 per layer: the all-to-all is overstated by at most 2x); 1 routed expert per
+    # token + 1 shared. 109B / 400B total, 17B active (model card). Pre-training sequence length not published:
+    # 8,192 as Llama 3.
+    "llama4-scout": ModelSpec(
+        109e9, 17e9, 48, 5120, 5120, 8192, 8, 8192, 16, 1, 202_048, "Llama-4-Scout-17B-16E config.json + model card"
+    ),
+    "llama4-maverick": ModelSpec(
+        400e9, 17e9, 48, 5120, 5120, 8192, 8, 8192, 128, 1, 202_048, "Llama-4-Maverick-17B-128E config.json + card"
+    ),
+    # jetmoe/jetmoe-8b (github myshell-ai/JetMoE configuration_jetmoe.py and README): 24 blocks, hidden 2048,
+    # 16 KV heads x 128, FFN 5632, 8 experts (2 per token) in both attention and MLP, 8B / 2.2B active.
+    "jetmoe-8b": ModelSpec(8e9, 2.2e9, 24, 2048, 2048, 4096, 16, 5632, 8, 2, 32_000, "JetMoE configuration + README"),
 }

@@ -48,6 +48,7 @@ from workbook.model.units import PEAK_COLUMN, SECONDS_PER_DAY
 from workbook.training.scenario import Assumptions, default_global_batch_tokens
 
 SINGLE_POINT_SPREAD = 0.15
+UNSTATED_SEQ_LEN = 2048  # a run whose sequence length is not published is counted at GPT-3's 2,048 tokens
 # Where a base efficiency comes from: published runs of the chip, a documented proxy chip, the median of all chips,
 # or the chip's BF16 base x the family's paired-run FP8 speed-up. Column ``basis_kind`` of ``Calibration.mfu``.
 BASIS_KIND = pl.Enum(["measured", "proxy", "fallback", "derived"])
@@ -83,8 +84,13 @@ class Calibration:
 
 
 def shape(row: dict) -> ModelSpec:
-    """A published run's model: its stated layers and attention width over the default shape."""
-    spec = ModelSpec.from_params(row["params"], row["active_params"], seq_len=row["seq_len"] or 2048)
+    """A published run's model: its published architecture (``model_shape``: layers, hidden, KV heads, experts,
+    vocabulary), else its stated layers and attention width over the shape derived from its parameter counts; at its
+    stated sequence length, else ``UNSTATED_SEQ_LEN``."""
+    seq_len = row["seq_len"] or UNSTATED_SEQ_LEN
+    if row.get("model_shape"):
+        return ModelSpec.preset(row["model_shape"], seq_len)
+    spec = ModelSpec.from_params(row["params"], row["active_params"], seq_len=seq_len)
     if row["n_layers"] and row["attention_dim"]:
         return dataclasses.replace(spec, n_layers=row["n_layers"], attention_dim=row["attention_dim"])
     return spec
