@@ -29,6 +29,20 @@ def test_check_tells_current_from_stale(tmp_path, saved, verdict):
     assert ("tiny.ipynb cell 0: print(1 + 1)" in result.stdout) == bool(verdict)
 
 
+@pytest.mark.parametrize(
+    "saved, verdict",
+    [('<svg width="11"><text x="2">a</text></svg>', 0), ('<svg width="10"><text x="1">b</text></svg>', 1)],
+)
+def test_charts_are_compared_by_marks_and_text_not_pixels(tmp_path, saved, verdict):
+    """The renderer may measure a label a pixel differently from one process to the next: geometry is not compared."""
+    source = "display({'image/svg+xml': '<svg width=\"10\"><text x=\"1\">a</text></svg>'}, raw=True)"
+    output = nbformat.v4.new_output("display_data", data={"image/svg+xml": saved})
+    path = tmp_path / "chart.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source, outputs=[output])]), path)
+    result = check(path)
+    assert result.returncode == verdict, result.stdout + result.stderr
+
+
 def test_saved_outputs_are_current():
     result = check()
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
