@@ -337,7 +337,7 @@ def _check_model_shapes(runs: pl.DataFrame, label: str) -> None:
             if abs(row[column] / getattr(preset, column) - 1) > SHAPE_PARAMS_TOLERANCE:
                 raise DataError(
                     f"{label} {_line(i)}, column {column}: {row[column]:g} does not match model_shape "
-                    f"{row['model_shape']!r} ({getattr(preset, column):g}, within 5%)"
+                    f"{row['model_shape']!r} ({getattr(preset, column):g}, within {SHAPE_PARAMS_TOLERANCE:.0%})"
                 )
 
 
