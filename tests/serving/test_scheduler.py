@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from workbook import catalog
+from workbook.model import serving as sv
 from workbook.serving import published, replica
 from workbook.serving.calibration import calibrate
 
@@ -34,15 +35,39 @@ def _at(setup, rho, sched):
     return replica.at_load(reps, s, pl.lit(rho), sched).row(0, named=True)
 
 
-def test_the_default_engine_has_no_queue_and_a_budget_adds_one_that_grows_with_load(setup):
+def test_a_budget_queue_binds_once_decode_tokens_fill_the_steps(setup):
     free = replica.Scheduler()
     tight = replica.Scheduler(max_tokens_per_step=1200)  # ~1000 decoding sequences leave ~200 prompt tokens/step
     for rho in (0.5, 0.8):
         a, b = _at(setup, rho, free), _at(setup, rho, tight)
         assert b["tpot_mean_ms"] == pytest.approx(a["tpot_mean_ms"])  # the budget moves prompts, not decode work
-        assert b["ttft_mean_ms"] > a["ttft_mean_ms"] and b["ttft_ms"] > a["ttft_ms"]
-    low, high = (_at(setup, rho, tight)["ttft_mean_ms"] - _at(setup, rho, free)["ttft_mean_ms"] for rho in (0.5, 0.8))
-    assert high > low > 0
+        assert b["ttft_mean_ms"] >= a["ttft_mean_ms"] and b["ttft_ms"] >= a["ttft_ms"]
+    # Half loaded, the prompts ahead hold a prompt back by their prefill work, budget or not; at 80% the decode
+    # tokens leave so little of the budget that its queue is the longer one.
+    half, busy = ((_at(setup, rho, tight), _at(setup, rho, free)) for rho in (0.5, 0.8))
+    assert half[0]["ttft_mean_ms"] == pytest.approx(half[1]["ttft_mean_ms"])
+    assert busy[0]["ttft_mean_ms"] > busy[1]["ttft_mean_ms"] * 1.1 and busy[0]["ttft_ms"] > busy[1]["ttft_ms"]
+
+
+def test_the_prompts_ahead_queue_by_their_prefill_work_and_long_prompts_wait_longer(setup):
+    # An unlimited engine still queues a prompt behind the prefill of those that arrived first (M/G/1 of prefill
+    # work); the wait grows with load, and with the prompts' second moment at the same mean.
+    reps, s = setup
+    waits = []
+    for rho in (0.2, 0.8):
+        row = _at(setup, rho, replica.Scheduler())
+        rps, prefill_s, step_s = row["requests_per_s_per_replica"], row["prefill_s"], row["tpot_mean_ms"] / 1000
+        load = rps * prefill_s
+        expected = sv.prefill_wait_seconds(rps, prefill_s / s.prompt_tokens, replica.prompt_second_moment(s), load)
+        no_wait = sv.ttft_seconds(prefill_s, step_s, 0.0, load)
+        assert row["ttft_mean_ms"] / 1000 - no_wait == pytest.approx(expected, rel=1e-3)  # free slots: no slot wait
+        waits.append(expected)
+    assert waits[1] > 4 * waits[0] > 0
+    assert sv.prefill_wait_seconds(1.0, 1e-4, 5000.0**2, 0.5) == pytest.approx(1.0 * 1e-8 * 25e6 / (2 * 0.5))
+    assert sv.prefill_wait_seconds(1.0, 1e-4, 2 * 5000.0**2, 0.5) == pytest.approx(
+        2 * sv.prefill_wait_seconds(1.0, 1e-4, 5000.0**2, 0.5)
+    )
+    assert math.isinf(sv.prefill_wait_seconds(3.0, 1e-4, 5000.0**2, 1.0))
 
 
 def test_a_budget_the_decode_tokens_fill_never_starts_a_prompt(setup):

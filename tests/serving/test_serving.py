@@ -155,10 +155,11 @@ def test_server_latency_per_round_at_mlperf_limits(cat):
     latency = validation.server_latency(validation.validate(cat))
     assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
     assert set(latency["statistic"]) == {"mean", "p99"}  # every published statistic is compared like with like
-    # Measured when written: 13 of 24 within 30% with each submitter's scheduler settings (11 before them).
+    # Measured when written: 14 of 24 within 30% with the prefill-work queue (13 without it; 11 before the
+    # submitters' scheduler settings).
     v50_tpot = latency.filter((pl.col("round") == "MLPerf v5.0") & (pl.col("measure") == "tpot_ms"))
     assert v50_tpot.height == 4 and v50_tpot["within_target"].all()
-    assert latency["within_target"].sum() >= 13
+    assert latency["within_target"].sum() >= 14
     # AMD's harness holds queries 300 ms and hands each batch to one GPU: its first tokens take ~1 s, not ~0.3 s.
     amd_ttft = latency.filter((pl.col("accelerator_id") == "mi300x") & (pl.col("measure") == "ttft_ms"))
     assert amd_ttft.height == 2 and amd_ttft["within_target"].all()

@@ -18,10 +18,11 @@ per decode step are **budget = stages x max_tokens_per_step - sequences in fligh
 prefill-only steps: stages x max_tokens_per_step). Prompts wait their turn FCFS: a queue of prompt tokens served
 at ``budget`` tokens per step (M/G/1, Pollaczek-Khinchine): with u = lambda x step x mean prompt / budget,
 **wait = lambda step^2 E[P^2] / (2 budget^2 (1 - u))**, and its tail P(W > t) = u exp(-u t / wait) (the
-conditional wait taken exponential). A prompt then runs in ceil(P / per-step share) steps when it may be chunked
-(one step otherwise). A harness that holds queries for ``dispatch_window_s`` to batch them (and sends each batch
-to one of ``replicas_per_dispatcher`` replicas) adds the window (half on average) and the prefill of the prompts
-batched with it. Prompt lengths: lognormal through the mean and the 99th percentile when that is known.
+conditional wait taken exponential). The same prompts ahead also hold it back by their prefill work (an M/G/1
+queue at the GPU's speed, :func:`prefill_work_wait`); the longer of the two waits applies. A prompt then runs
+in ceil(P / per-step share) steps when it may be chunked (one step otherwise). A harness that holds queries for
+``dispatch_window_s`` to batch them (and sends each batch to one of ``replicas_per_dispatcher`` replicas) adds the
+window (half on average) and the prefill of the prompts batched with it. Prompt lengths: lognormal through the mean and the 99th percentile when that is known.
 """
 
 from __future__ import annotations
@@ -124,6 +125,18 @@ def prompt_steps(sched: Scheduler, prompt_tokens: float, sequences: pl.Expr) -> 
     return (prompt_tokens / share).ceil().clip(lower_bound=1.0)
 
 
+def prefill_work_wait(sched: Scheduler, rps: pl.Expr, prefill_per_token_s: pl.Expr, s: ServeScenario, load: pl.Expr):
+    """Mean wait for the prefill work of the prompts ahead (:func:`workbook.model.serving.prefill_wait_seconds`)
+    when prompts arrive one by one. The queue is of whole prompts, served first come first served, so chunking
+    does not shorten it (it spreads a prompt over steps, which the step count charges). A harness that batches
+    the queries (``dispatch_window_s``) delivers the prompts ahead together with the request, in its burst
+    (:func:`dispatch_burst_tokens`), and the replica's next batch only a window per replica later: no wait beyond
+    the burst's own prefill."""
+    if sched.dispatch_window_s > 0:
+        return pl.lit(0.0)
+    return sv.prefill_wait_seconds(rps, prefill_per_token_s, prompt_second_moment(s), load)
+
+
 def dispatch_burst_tokens(sched: Scheduler, rps: pl.Expr, s: ServeScenario, percentile: float | None = None):
     """Prompt tokens of the queries batched with a request by the harness's dispatch window: k = lambda x
     replicas x window of them (a Poisson count), k x mean prompt on average, + z sqrt(k E[P^2]) at ``percentile``."""
@@ -221,10 +234,14 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     # The scheduler's queue: the prompt waits for the tokens ahead of it, runs in its steps, shares its prefill
     # step with the prompts the harness batched with it, after the harness's dispatch window.
     queue_s, u = prompt_queue(rps, step_s, prompt_budget(sched, sequences), s)
+    prefill_per_token_s = pl.col("prefill_s") / s.prompt_tokens
+    prefill_load = rps * pl.col("prefill_s")
     frame = frame.with_columns(
         _busy=pl.min_horizontal(sequences, slots * SLOTS_FULL),  # beyond: does not fit (fits_in_memory)
         _queue_s=queue_s,
         _u=u,
+        _prefill_load=prefill_load,
+        _work_s=prefill_work_wait(sched, rps, prefill_per_token_s, s, prefill_load),
         _prompt_steps=prompt_steps(sched, s.prompt_tokens, sequences),
         _prompt_steps_p=prompt_steps(sched, s.prompt_tokens_tail, sequences),
     )
@@ -234,12 +251,17 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         _slot_wait_s=sv.slot_wait_seconds(busy, slots, hold_s),
         _slot_wait_p_s=sv.slot_wait_percentile_seconds(busy, slots, hold_s),
     )
-    step_p_s = pl.col("_step_p_s")
-    prefill_per_token_s = pl.col("prefill_s") / s.prompt_tokens
-    wait_s = sched.dispatch_window_s / 2 + queue_s + (pl.col("_prompt_steps") - 1) * step_s
+    step_p_s, work_s, load_p = pl.col("_step_p_s"), pl.col("_work_s"), pl.col("_prefill_load")
+    # The prompts ahead hold it back by their token count (the step budget) or by their prefill work, whichever
+    # binds: two measures of the same FCFS queue.
+    wait_s = (
+        sched.dispatch_window_s / 2
+        + pl.max_horizontal(queue_s, work_s)
+        + (pl.col("_prompt_steps") - 1) * step_s
+    )
     wait_p_s = (
         sv.LATENCY_PERCENTILE * sched.dispatch_window_s
-        + prompt_queue_percentile(queue_s, pl.col("_u"))
+        + pl.max_horizontal(prompt_queue_percentile(queue_s, pl.col("_u")), prompt_queue_percentile(work_s, load_p))
         + (pl.col("_prompt_steps_p") - 1) * step_p_s
     )
     prefill_mean_s = prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s))
@@ -250,9 +272,9 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         load_fraction=rho,
         requests_per_s_per_replica=rps,
         tpot_mean_ms=step_s * 1000,
-        ttft_mean_ms=sv.ttft_seconds(prefill_mean_s, step_s, pl.col("_slot_wait_s") + wait_s) * 1000,
+        ttft_mean_ms=sv.ttft_seconds(prefill_mean_s, step_s, pl.col("_slot_wait_s") + wait_s, load_p) * 1000,
         tpot_ms=step_p_s * 1000,
-        ttft_ms=sv.ttft_seconds(prefill_p_s, step_p_s, pl.col("_slot_wait_p_s") + wait_p_s) * 1000,
+        ttft_ms=sv.ttft_seconds(prefill_p_s, step_p_s, pl.col("_slot_wait_p_s") + wait_p_s, load_p) * 1000,
         sequences=sequences,
         kv_cache_gb=sequences * pl.col("kv_gb_per_sequence"),
         tokens_per_s_per_replica=rps * s.output_tokens,
