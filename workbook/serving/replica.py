@@ -22,7 +22,8 @@ conditional wait taken exponential). The same prompts ahead also hold it back by
 queue at the GPU's speed, :func:`prefill_work_wait`); the longer of the two waits applies. A prompt then runs
 in ceil(P / per-step share) steps when it may be chunked (one step otherwise). A harness that holds queries for
 ``dispatch_window_s`` to batch them (and sends each batch to one of ``replicas_per_dispatcher`` replicas) adds the
-window (half on average) and the prefill of the prompts batched with it. Prompt lengths: lognormal through the mean and the 99th percentile when that is known.
+window (half on average) and the prefill of the prompts batched with it. Prompt lengths: lognormal through the
+mean and the 99th percentile when that is known.
 """
 
 from __future__ import annotations
