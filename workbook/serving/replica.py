@@ -255,11 +255,7 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     step_p_s, work_s, load_p = pl.col("_step_p_s"), pl.col("_work_s"), pl.col("_prefill_load")
     # The prompts ahead hold it back by their token count (the step budget) or by their prefill work, whichever
     # binds: two measures of the same FCFS queue.
-    wait_s = (
-        sched.dispatch_window_s / 2
-        + pl.max_horizontal(queue_s, work_s)
-        + (pl.col("_prompt_steps") - 1) * step_s
-    )
+    wait_s = sched.dispatch_window_s / 2 + pl.max_horizontal(queue_s, work_s) + (pl.col("_prompt_steps") - 1) * step_s
     wait_p_s = (
         sv.LATENCY_PERCENTILE * sched.dispatch_window_s
         + pl.max_horizontal(prompt_queue_percentile(queue_s, pl.col("_u")), prompt_queue_percentile(work_s, load_p))
