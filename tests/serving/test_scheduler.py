@@ -124,6 +124,7 @@ def _run(s):
         "tpot_limit_ms": None,
         "n_kv_heads": s.n_kv_heads,
         "accelerator_id": "h100-sxm",
+        "scenario": "server",
         "batch": None,
         "max_seqs": None,
     }

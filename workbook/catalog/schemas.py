@@ -338,9 +338,9 @@ class InferenceRuns(pa.DataFrameModel):
     """Published serving measurements, each with its software stack and publication date.
 
     ``calibrate`` rows fit the stack's efficiencies (batch-1 latencies: HBM bandwidth; offline throughputs:
-    compute, the newest round of each stack); ``validate`` rows (server throughput, mean TTFT/TPOT at the
-    published load ``load_tokens_per_s``) are only predicted. The backtest predicts every row from the other
-    systems' results (workbook.serving.validation)."""
+    compute, the newest round of each stack); ``validate`` rows (server throughput, TTFT/TPOT at the published
+    load ``load_tokens_per_s``, or at a client concurrency) are only predicted. The backtest predicts every row
+    from the other systems' results (workbook.serving.validation)."""
 
     run_id: str = pa.Field(unique=True, str_matches=SLUG)
     role: str = pa.Field(isin=("calibrate", "validate"))
@@ -359,8 +359,10 @@ class InferenceRuns(pa.DataFrameModel):
     hidden_dim: int = pa.Field(gt=0)
     weight_precision: str = pa.Field(isin=("bf16", "fp8", "int8", "int4"))
     kv_precision: str = pa.Field(isin=("bf16", "fp8", "int8"))
-    scenario: str = pa.Field(isin=("latency", "offline", "server"))
-    batch: Optional[int] = pa.Field(nullable=True, ge=1)
+    # latency: a lone request (or a fixed batch); offline: all queries at once; server: Poisson arrivals (MLPerf);
+    # concurrency: a closed loop of ``batch`` clients, each sending its next request when the last one ends.
+    scenario: str = pa.Field(isin=("latency", "offline", "server", "concurrency"))
+    batch: Optional[int] = pa.Field(nullable=True, ge=1)  # the batch (latency, offline) or the clients (concurrency)
     prompt_tokens: int = pa.Field(ge=1)  # mean prompt length
     prompt_tokens_p99: Optional[int] = pa.Field(nullable=True, ge=1)  # 99th percentile (null: not known)
     prompt_basis: str = pa.Field(isin=("stated", "assumed"))

@@ -39,7 +39,7 @@ def scenario(run: dict) -> ServeScenario:
         tpot_ms=run["tpot_limit_ms"],
         n_kv_heads=run["n_kv_heads"],
         accelerators=(run["accelerator_id"],),
-        max_batch=run["batch"] or _slots(run),
+        max_batch=(None if run["scenario"] == "concurrency" else run["batch"]) or _slots(run),  # clients: no limit
         prompt_tokens_p99=run["prompt_tokens_p99"],
     )
 
@@ -117,6 +117,8 @@ def predict_detail(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: 
         return detail
     if run["measure"] == "tokens_per_s":
         return {**detail, "value": best["tokens_per_s"].item()}
+    if run["scenario"] == "concurrency":
+        return {**detail, **at_concurrency(best, s, sched, run["batch"], predicted_column(run))}
     server = run["scenario"] == "server"
     rho = pl.col("max_load_fraction") if server else pl.lit(0.0)
     detail = {
@@ -127,6 +129,42 @@ def predict_detail(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: 
     if server and run["load_tokens_per_s"] is not None:
         detail |= at_published_load(best, run, s, sched)
     return detail
+
+
+def at_concurrency(best: pl.DataFrame, s: ServeScenario, sched: replica.Scheduler, clients: int, column: str) -> dict:
+    """``column`` of a replica driven by a closed loop of ``clients``, each sending its next request when the last
+    one ends (benchmark clients such as AIPerf / genai-perf at a concurrency). Little's law fixes the load: the
+    requests in the system are lambda x (TTFT + (O - 1) x TPOT), read off the load curve where they equal the
+    clients (interpolated between its loads). Beyond the most the replica holds in memory, the extra clients
+    queue: the first token waits (clients - held) / lambda longer and the step stays the full replica's.
+    ``value`` and ``load_fraction`` (the load it is read at)."""
+    o = s.output_tokens
+    curve = (
+        replica.load_curve(best, s, sched)
+        .filter(pl.col("fits_in_memory"))
+        .with_columns(
+            in_system=pl.col("requests_per_s_per_replica")
+            * (pl.col("ttft_mean_ms") + (o - 1) * pl.col("tpot_mean_ms"))
+            / 1000
+        )
+        .filter(pl.col("in_system").is_finite())
+    )
+    if curve.height == 0:
+        return {"value": math.nan, "load_fraction": None}
+    held, values, loads = curve["in_system"], curve[column], curve["load_fraction"]
+    if clients > held[-1]:
+        extra_s = (clients - held[-1]) / curve["requests_per_s_per_replica"][-1]
+        queued = extra_s * 1000 if column.startswith("ttft") else 0.0
+        return {"value": values[-1] + queued, "load_fraction": loads[-1]}
+    i = max(int((held < clients).sum()), 1)  # first load holding at least the clients (the lowest if all do)
+    if i >= curve.height or held[i] == held[i - 1]:
+        return {"value": values[min(i, curve.height - 1)], "load_fraction": loads[min(i, curve.height - 1)]}
+    w = (clients - held[i - 1]) / (held[i] - held[i - 1])
+    w = min(max(w, 0.0), 1.0)
+    return {
+        "value": values[i - 1] + w * (values[i] - values[i - 1]),
+        "load_fraction": loads[i - 1] + w * (loads[i] - loads[i - 1]),
+    }
 
 
 def at_published_load(best: pl.DataFrame, run: dict, s: ServeScenario, sched: replica.Scheduler) -> dict:

@@ -153,3 +153,35 @@ def server_latency(frame: pl.DataFrame) -> pl.DataFrame:
             "error_at_published_load",
         )
     )
+
+
+def concurrency_latency(frame: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """Latencies at a known load: closed-loop client sweeps (scenario ``concurrency``: ``clients`` requests always
+    in flight), per row the published and predicted figure, and whether it is within 30%. Unlike an MLPerf server
+    result, the load is set by the benchmark, not chosen by the submitter, so the rows test the latency-vs-load
+    curve itself; ``saturated``: the published throughput is within 2% of the sweep's highest (the replica is
+    full and the extra clients queue)."""
+    sweep = runs.filter(pl.col("scenario") == "concurrency").select(
+        "run_id", pl.col("batch").alias("clients"), "load_tokens_per_s"
+    )
+    return (
+        frame.join(sweep, on="run_id")
+        .with_columns(
+            within_target=(pl.col("abs_error") <= TARGET_LATENCY).fill_null(False),
+            saturated=pl.col("load_tokens_per_s") >= 0.98 * pl.col("load_tokens_per_s").max().over("round", "model"),
+        )
+        .sort("round", "measure", "clients")
+        .select(
+            "round",
+            "accelerator_id",
+            "model",
+            "measure",
+            "clients",
+            "load_tokens_per_s",
+            "saturated",
+            "published_value",
+            "predicted_value",
+            "error",
+            "within_target",
+        )
+    )
