@@ -82,6 +82,23 @@ def test_mi300x_vs_h200_llama2_70b_fp8_matches_mlperf_within_25_percent(cat):
     assert abs(math.log(predicted / real)) <= math.log(1.25)
 
 
+def test_prefill_attention_is_quadratic_in_the_prompt():
+    # Llama 3 70B (80 layers, d 8192) on 8 chips at 1 PFLOP/s each, 100% efficient, no communication.
+    shape, rate = (70e9, 80, 8192), 8 * 1e15
+
+    def prefill(p):
+        return sv.request_seconds(shape, p, 1, 8, 1e15, 1.0, 0.0, p**2)[0]
+
+    assert prefill(2048) == pytest.approx((2 * 70e9 * 2048 + 2 * 80 * 8192 * 2048**2) / rate)
+    matmuls = {p: 2 * 70e9 * p / rate for p in (2048, 32768, 131072)}
+    assert prefill(2048) / matmuls[2048] == pytest.approx(1.02, abs=0.01)
+    assert prefill(32768) / matmuls[32768] == pytest.approx(1.31, abs=0.01)
+    assert prefill(131072) / matmuls[131072] > 2.2  # at 128k, attention outweighs the matmuls
+    # each decoded token attends to its context: 4 L d (P + O/2) more FLOPs than the matmuls' 2 N
+    decode = sv.request_seconds(shape, 32768, 1000, 8, 1e15, 1.0, 0.0, 32768**2)[1]
+    assert decode == pytest.approx(1000 * (2 * 70e9 + 4 * 80 * 8192 * (32768 + 500)) / rate)
+
+
 def test_prefill_interference_and_queueing_raise_latency_with_load():
     low = sv.ttft_seconds(0.05, sv.step_seconds(0.02, 0.2), 0.0)
     high = sv.ttft_seconds(0.05, sv.step_seconds(0.02, 0.8), 0.0)

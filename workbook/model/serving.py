@@ -4,9 +4,10 @@
 * KV cache per token: 2 (K and V) x layers x KV heads x head size x bytes per KV element; a sequence holds
   prompt + output tokens (on average prompt + output/2 while it decodes).
 * One request costs the replica, in seconds of its time (t chips, dense peak x compute efficiency ``eta_c``,
-  HBM bandwidth x bandwidth efficiency ``eta_bw``):
-  prefill  = P x (2 N_active / (t peak eta_c) + c)      (compute-bound; c = tensor-parallel all-reduce per token)
-  decode   = O x (2 N_active / (t peak eta_c) + c)      (the FLOPs of its O output tokens)
+  HBM bandwidth x bandwidth efficiency ``eta_bw``; L layers, attention width d):
+  prefill  = (2 N_active P + 2 L d E[P^2]) / (t peak eta_c) + P c   (compute-bound; causal attention is quadratic;
+             c = tensor-parallel all-reduce per token)
+  decode   = O x ((2 N_active + 4 L d (P + O/2)) / (t peak eta_c) + c)   (the FLOPs of its O output tokens)
   KV reads = O x kv_per_token x (P + O/2) / (t bw eta_bw)  (each decode step reads the sequence's cache)
 * Continuous batching with chunked prefill: every step reads the weights once (``weights_s`` = weight bytes per
   chip / (bw eta_bw)) and, at load lambda requests/s, spends lambda x step x (max(decode, KV reads) + prefill) on
@@ -44,6 +45,7 @@ from statistics import NormalDist
 
 import polars as pl
 
+from workbook.model import flops
 from workbook.model.units import FMA_FLOPS
 
 BYTES_PER_ELEMENT = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
@@ -91,10 +93,6 @@ def weights_read_bytes(params, active_params, batch, weight_bytes):
     return weight_bytes * _minimum(active_params * batch, params)
 
 
-def prefill_seconds(active_params, prompt_tokens, chips, peak_flops_per_s, efficiency):
-    return FMA_FLOPS * active_params * prompt_tokens / (chips * peak_flops_per_s * efficiency)
-
-
 def decode_step_seconds(
     weight_bytes, kv_bytes, batch, active_params, chips, bandwidth, peak, bw_efficiency, flops_efficiency
 ):
@@ -112,10 +110,20 @@ def allreduce_seconds_per_token(n_layers, hidden_dim, chips, link_bytes_per_s):
     return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / (link_bytes_per_s / LINK_DIRECTIONS)
 
 
-def request_seconds(active_params, prompt_tokens, output_tokens, chips, peak, eta_c, comm_per_token):
-    """(prefill, decode) replica-seconds of compute one request costs."""
-    per_token = FMA_FLOPS * active_params / (chips * peak * eta_c) + comm_per_token
-    return prompt_tokens * per_token, output_tokens * per_token
+def request_seconds(shape, prompt_tokens, output_tokens, chips, peak, eta_c, comm_per_token, prompt_tokens_squared):
+    """(prefill, decode) replica-seconds of compute one request costs: the matmuls' 2 N_active per token plus
+    attention (:mod:`workbook.model.flops`: quadratic in the prompt for prefill, over the mean context P + O/2 for
+    each decoded token), and the tensor-parallel communication per token. ``shape``: (active params, layers,
+    attention dim); ``prompt_tokens_squared``: E[P^2] of the prompt mix."""
+    active_params, n_layers, attention_dim = shape
+    rate = chips * peak * eta_c
+    prefill = (
+        FMA_FLOPS * active_params * prompt_tokens
+        + flops.prefill_attention_flops(n_layers, attention_dim, prompt_tokens_squared)
+    ) / rate + prompt_tokens * comm_per_token
+    decode_attention = flops.decode_attention_flops(n_layers, attention_dim, prompt_tokens + output_tokens / 2)
+    decode = output_tokens * ((FMA_FLOPS * active_params + decode_attention) / rate + comm_per_token)
+    return prefill, decode
 
 
 def kv_read_seconds(kv_bytes_per_token_, prompt_tokens, output_tokens, chips, bandwidth, eta_bw):

@@ -184,7 +184,16 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, pipel
         )
         .otherwise(0.0)
     )
-    prefill_s, decode_s = sv.request_seconds(m.active_params, s.prompt_tokens, s.output_tokens, t, peak, eta_c, comm)
+    prefill_s, decode_s = sv.request_seconds(
+        (m.active_params, m.n_layers, m.attention_dim),
+        s.prompt_tokens,
+        s.output_tokens,
+        t,
+        peak,
+        eta_c,
+        comm,
+        prompt_second_moment(s),
+    )
     kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, pl.col("eta_bw"))
     usable_bytes = pl.col("hbm_bytes") * s.assumptions.hbm_usable_fraction - s.assumptions.runtime_overhead_bytes
     weights_bytes = w_bytes * m.params / t
