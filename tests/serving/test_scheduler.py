@@ -1,6 +1,7 @@
 """The serving engine's scheduler (workbook.serving.replica.Scheduler): what a published setting does to the time
 to first token under load, and the settings recorded for every MLPerf server latency result."""
 
+import dataclasses
 import math
 
 import polars as pl
@@ -94,6 +95,16 @@ def test_a_dispatch_window_adds_half_the_window_and_the_prefill_of_the_batched_p
     added_ms = window["ttft_mean_ms"] - free["ttft_mean_ms"]
     assert added_ms > 150  # half the window, plus the batch's prefill
     assert window["ttft_ms"] - free["ttft_ms"] > 0.99 * 300
+
+
+def test_the_p99_prompt_is_prefilled_with_its_own_quadratic_attention(setup):
+    reps, s = setup
+    long_tail = dataclasses.replace(s, prompt_tokens=8000, prompt_tokens_p99=64000)
+    row = replica.replicas(reps, long_tail, 1.0).row(0, named=True)
+    # The mix's per-token cost scaled to 64k tokens is too low: attention per token grows with the prompt
+    # (measured when written: 1.20x; the mix's E[P^2] already carries some of the tail's attention).
+    linear = row["prefill_s"] * 64000 / 8000
+    assert row["prefill_tail_s"] > 1.1 * linear
 
 
 def test_pipeline_stages_read_their_weights_in_turn(setup):

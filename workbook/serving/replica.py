@@ -164,9 +164,10 @@ def configs(accelerators: pl.DataFrame) -> pl.DataFrame:
 
 
 def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, pipeline_stages: int = 1) -> pl.DataFrame:
-    """Per configuration: the replica-seconds one request costs, capacity, weights time, memory room. The
-    ``tensor_parallel`` chips of a replica may form ``pipeline_stages`` stages (each holding its layers on
-    tensor_parallel / stages chips): only the chips within a stage all-reduce, over that stage's layers."""
+    """Per configuration: the replica-seconds one request costs (and the p99 prompt's prefill alone), capacity,
+    weights time, memory room. The ``tensor_parallel`` chips of a replica may form ``pipeline_stages`` stages (each
+    holding its layers on tensor_parallel / stages chips): only the chips within a stage all-reduce, over that
+    stage's layers."""
     m = s.model
     w_bytes = sv.BYTES_PER_ELEMENT[s.weight_precision]
     kv_token = sv.kv_bytes_per_token(m.n_layers, s.kv_heads, HEAD_DIM, sv.BYTES_PER_ELEMENT[s.kv_precision])
@@ -184,15 +185,13 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, pipel
         )
         .otherwise(0.0)
     )
+    shape = (m.active_params, m.n_layers, m.attention_dim)
     prefill_s, decode_s = sv.request_seconds(
-        (m.active_params, m.n_layers, m.attention_dim),
-        s.prompt_tokens,
-        s.output_tokens,
-        t,
-        peak,
-        eta_c,
-        comm,
-        prompt_second_moment(s),
+        shape, s.prompt_tokens, s.output_tokens, t, peak, eta_c, comm, prompt_second_moment(s)
+    )
+    # the 99th-percentile prompt alone (attention makes its prefill grow faster than its length)
+    prefill_tail_s, _ = sv.request_seconds(
+        shape, s.prompt_tokens_tail, s.output_tokens, t, peak, eta_c, comm, s.prompt_tokens_tail**2
     )
     kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, pl.col("eta_bw"))
     usable_bytes = pl.col("hbm_bytes") * s.assumptions.hbm_usable_fraction - s.assumptions.runtime_overhead_bytes
@@ -205,6 +204,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, pipel
         max_sequences = pl.min_horizontal(max_sequences, pl.col(ENGINE_MAX_SEQS).cast(pl.Float64).fill_null(math.inf))
     return frame.with_columns(
         prefill_s=prefill_s,
+        prefill_tail_s=prefill_tail_s,
         decode_s=decode_s,
         kv_read_s=kv_read_s,
         capacity_rps=sv.capacity_requests_per_s(prefill_s, decode_s, kv_read_s),
@@ -271,8 +271,8 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         + (pl.col("_prompt_steps_p") - 1) * step_p_s
     )
     prefill_mean_s = prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s))
-    prefill_p_s = prefill_per_token_s * (
-        s.prompt_tokens_tail + dispatch_burst_tokens(sched, rps, s, sv.LATENCY_PERCENTILE)
+    prefill_p_s = pl.col("prefill_tail_s") + prefill_per_token_s * dispatch_burst_tokens(
+        sched, rps, s, sv.LATENCY_PERCENTILE
     )
     frame = frame.with_columns(
         load_fraction=rho,
