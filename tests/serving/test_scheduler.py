@@ -158,6 +158,27 @@ def test_scheduler_from_a_run(cat):
     assert (amd.dispatch_window_s, amd.replicas_per_dispatcher) == (0.3, 8)
     h100 = published.scheduler(runs["mlperf50-h100x8-llama2-70b-server-ttft"])
     assert (h100.max_tokens_per_step, h100.pipeline_stages, h100.mixed_steps) == (1024, 2, True)
-    offline = published.scheduler(runs["mlperf50-h100x8-llama2-70b-offline"])
-    assert offline == replica.Scheduler(replicas_per_dispatcher=8)  # unpublished: the unlimited engine
+    offline = published.scheduler(runs["mlperf50-h100x8-llama2-70b-offline"])  # NVIDIA's Offline config
+    assert (offline.max_tokens_per_step, offline.pipeline_stages, offline.replicas_per_dispatcher) == (1024, 2, 4)
+    unpublished = published.scheduler(runs["mlperf41-mi300x8-llama2-70b-offline"])
+    assert unpublished == replica.Scheduler(replicas_per_dispatcher=8)  # the unlimited engine
     assert published.scenario(runs["mlperf50-h100x8-llama2-70b-server-ttft"]).max_batch == 2 * 1024
+
+
+def test_a_token_budget_caps_offline_throughput(setup):
+    # With every query queued (offline: no latency limits), a replica carries at most its token budget per step:
+    # the prompt and decode tokens of a step stay under it (u < 1), and the binding limit says so.
+    reps, s = setup
+    s = dataclasses.replace(s, ttft_ms=None, tpot_ms=None, max_batch=None)
+    budget = 1024
+    sched = replica.Scheduler(max_tokens_per_step=budget)
+    free, tight = (
+        replica.limits(replica.load_curve(reps, s, engine)).row(0, named=True)
+        for engine in (replica.Scheduler(), sched)
+    )
+    assert tight["max_load_fraction"] < free["max_load_fraction"]
+    assert tight["limit"] == "step token budget"
+    row = _at((reps, s), tight["max_load_fraction"], sched)
+    step_s = row["tpot_mean_ms"] / 1000
+    tokens_per_step = row["requests_per_s_per_replica"] * step_s * s.prompt_tokens + row["sequences"]
+    assert budget * 0.95 < tokens_per_step < budget  # the most the budget carries, to the load grid's 1%

@@ -256,6 +256,7 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         _prompt_steps_p=prompt_steps(sched, s.prompt_tokens_tail, sequences),
     )
     busy, queue_s = pl.col("_busy"), pl.col("_queue_s")
+    frame = frame.with_columns(within_token_budget=pl.col("_u") < 1)
     frame = frame.with_columns(
         _step_p_s=pl.max_horizontal(step_s, sv.step_percentile_seconds(weights_s, per_sequence_s, busy, slots)),
         _slot_wait_s=sv.slot_wait_seconds(busy, slots, hold_s),
@@ -304,11 +305,13 @@ def load_curve(frame: pl.DataFrame, s: ServeScenario, sched: Scheduler = Schedul
 def limits(curve: pl.DataFrame) -> pl.DataFrame:
     """Per configuration, the highest load meeting memory and both targets (``max_load_fraction``, null if none),
     and which limit binds first as load rises (``limit``)."""
-    ok = pl.col("fits_in_memory") & pl.col("meets_ttft") & pl.col("meets_tpot")
+    ok = pl.col("fits_in_memory") & pl.col("within_token_budget") & pl.col("meets_ttft") & pl.col("meets_tpot")
     keys = ["accelerator_id", "tensor_parallel"]
     binding = (
         pl.when(~pl.col("fits_in_memory"))
         .then(pl.lit("memory"))
+        .when(~pl.col("within_token_budget"))
+        .then(pl.lit("step token budget"))
         .when(~pl.col("meets_tpot"))
         .then(pl.lit("per-token target"))
         .when(~pl.col("meets_ttft"))
