@@ -9,11 +9,15 @@
              c = tensor-parallel all-reduce per token)
   decode   = O x ((2 N_active + 4 L d (P + O/2)) / (t peak eta_c) + c)   (the FLOPs of its O output tokens)
   KV reads = O x kv_per_token x (P + O/2) / (t bw eta_bw)  (each decode step reads the sequence's cache)
+  c = 2 all-reduces per layer of the token's hidden state over the tensor-parallel chips, at the link's one-way
+  bandwidth x the all-reduce efficiency ``eta_ar`` (calibrated: :mod:`workbook.serving.calibration`).
 * Continuous batching with chunked prefill: every step reads the weights once (``weights_s`` = weight bytes per
-  chip / (bw eta_bw)) and, at load lambda requests/s, spends lambda x step x (max(decode, KV reads) + prefill) on
+  chip / (bw eta_bw)) and, at load lambda requests/s, spends lambda x step x (decode + KV reads + prefill) on
   the requests' work: prefill chunks steal time from decode steps instead of waiting for an idle replica. So
   step = weights_s + rho x step, i.e. **step = weights_s / (1 - rho)**, with rho = lambda / capacity and
-  **capacity = 1 / (max(decode, KV reads) + prefill)** requests/s. Time per output token = step.
+  **capacity = 1 / (decode + KV reads + prefill)** requests/s. Time per output token = step. The KV reads add to
+  the decode FLOPs rather than hide under them: in each layer the attention kernels (memory-bound: they stream
+  the sequences' cache) run after the matmuls (compute-bound at these batches), not beside them.
   (Weight streaming is not overlapped with the work: conservative; the calibrated efficiencies absorb it.)
 * Sequences in flight (Little's law): B = lambda x O x step; their KV cache must fit next to the weights.
 * Time to first token = the rest of the running step (half a step on average) + the prompt's prefill + the step
@@ -26,7 +30,7 @@
 
 Percentiles (latency targets, like MLPerf's server limits, are 99th percentiles: ``LATENCY_PERCENTILE``):
 * A step carries the weights once plus each sequence's share of the work (its decode, its KV reads and, through
-  chunked prefill, one O-th of a prompt's prefill): **step(B) = weights_s + a B** with a = (max(decode, KV reads)
+  chunked prefill, one O-th of a prompt's prefill): **step(B) = weights_s + a B** with a = (decode + KV reads
   + prefill) / O. A request's time per output token is the mean step over its O steps, so its tail comes from the
   batch it lives with: the sequences in flight fluctuate around their mean B like a Poisson count (infinite-server
   occupancy), B_p = B + z_p sqrt(B), and never exceed the slots S (a full replica queues instead:
@@ -102,12 +106,14 @@ def decode_step_seconds(
     return memory, compute
 
 
-def allreduce_seconds_per_token(n_layers, hidden_dim, chips, link_bytes_per_s):
+def allreduce_seconds_per_token(n_layers, hidden_dim, chips, link_bytes_per_s, efficiency=1.0):
     """Tensor-parallel communication per token: 2 ring all-reduces per layer of hidden x 2 bytes, each sending
     2 (t-1)/t of the message over the chip's link (NVLink, ICI, or PCIe for L4/L40S/A10G cards). The accelerator
-    table's link figure is bidirectional (as in :mod:`workbook.model.parallelism`): a ring sends one way, at half."""
+    table's link figure is bidirectional (as in :mod:`workbook.model.parallelism`): a ring sends one way, at half,
+    and an inference all-reduce reaches ``efficiency`` of that (not overlapped with the matmuls around it)."""
     ring = 2 * (chips - 1) / chips
-    return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / (link_bytes_per_s / LINK_DIRECTIONS)
+    one_way = link_bytes_per_s / LINK_DIRECTIONS * efficiency
+    return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / one_way
 
 
 def request_seconds(shape, prompt_tokens, output_tokens, chips, peak, eta_c, comm_per_token, prompt_tokens_squared):
@@ -133,7 +139,7 @@ def kv_read_seconds(kv_bytes_per_token_, prompt_tokens, output_tokens, chips, ba
 
 def capacity_requests_per_s(prefill_s, decode_s, kv_read_s):
     """Requests/s at which the replica's steps would be entirely work (rho = 1)."""
-    return 1 / (_maximum(decode_s, kv_read_s) + prefill_s)
+    return 1 / (decode_s + kv_read_s + prefill_s)
 
 
 def step_seconds(weights_s, load_fraction):
@@ -176,7 +182,7 @@ def prefill_wait_seconds(requests_per_s, prefill_per_token_s, prompt_tokens_squa
 
 def work_per_sequence_step(prefill_s, decode_s, kv_read_s, output_tokens):
     """Replica-seconds each sequence in the batch adds to a step: one request's work spread over its O steps."""
-    return (_maximum(decode_s, kv_read_s) + prefill_s) / output_tokens
+    return (decode_s + kv_read_s + prefill_s) / output_tokens
 
 
 def batch_percentile(sequences, max_sequences, percentile=LATENCY_PERCENTILE):

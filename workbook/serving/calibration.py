@@ -7,6 +7,11 @@
   result (bisection, :func:`workbook.serving.published.fit_compute_efficiency`); the stack's value is the
   median over its **newest round** (software moves fast: TensorRT-LLM gained 28% on the same H100s from
   MLPerf v4.1 to v5.0), so older rounds only show the drift.
+* All-reduce efficiency ``allreduce`` (one for every stack): the fraction of the link's one-way bandwidth a
+  tensor-parallel all-reduce reaches. Fitted where one round of a stack holds systems that differ only in their
+  tensor-parallel degree on the same chip die (MLPerf v4.1 TensorRT-LLM: H100 TP2 and H200 TP1, both GH100): the
+  efficiency at which they fit the same compute efficiency (:func:`allreduce_efficiency`). Nominal (1.0) where
+  no such pair exists. NVIDIA's TensorRT-LLM throughput tables at TP 1/2/4/8 are the held-out test of it.
 * Each vendor has a best published stack and a generic open-source one (``STACKS``); a stack with no published
   result borrows another's efficiencies (``PROXIES``) and the answer names the proxy.
 """
@@ -14,6 +19,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import polars as pl
 
@@ -41,6 +47,7 @@ STACK_NAMES = {
     "vllm-tpu": "vLLM-TPU",
     "neuron": "Neuron NxD Inference",
 }
+ALLREDUCE_RANGE = (0.05, 1.0)  # all-reduce efficiencies searched: a twentieth of the link to all of it
 PROXIES = {
     "vllm-tpu": ("jetstream", "no published vLLM-TPU result in the dataset: JetStream's efficiency is used"),
     "neuron": ("vllm-cuda", "no published Trainium serving result in the dataset: vLLM on CUDA's efficiency is used"),
@@ -51,11 +58,14 @@ PROXIES = {
 class ServingEfficiency:
     """Per stack: fraction of the HBM roofline (``eta_bw``) and of the dense peak (``eta_c``) reached, with the
     basis of each; ``moe``: mixture-of-experts factor on ``eta_c`` (:func:`moe_factor`); ``points``: every
-    calibration row's own fitted efficiency."""
+    calibration row's own fitted efficiency; ``allreduce``: the tensor-parallel all-reduce efficiency, with its
+    basis."""
 
     stacks: pl.DataFrame  # stack, eta_bw, eta_c, bw_basis, compute_basis, round, published
     moe: float
     points: pl.DataFrame
+    allreduce: float
+    allreduce_basis: str
 
     def for_accelerators(self, accelerators: pl.DataFrame, choice: str) -> pl.DataFrame:
         """``accelerators`` with the chosen stack of each vendor and its efficiencies (proxies resolved)."""
@@ -106,19 +116,73 @@ def _ids(r: dict) -> dict:
     return {**ids, "system": f"{r['stack']}|{r['accelerator_id']}|{r['round']}"}
 
 
-def compute_points(cat: Catalog, eta_bw: dict[str, float]) -> pl.DataFrame:
+def _throughput_runs(cat: Catalog) -> pl.DataFrame:
+    return cat.inference_runs.filter((pl.col("role") == "calibrate") & (pl.col("measure") == "tokens_per_s"))
+
+
+def compute_points(cat: Catalog, eta_bw: dict[str, float], allreduce: float) -> pl.DataFrame:
     """eta_c of every offline throughput row, each fitted on its own (kind ``compute``: dense models;
     ``compute-moe``: mixtures of experts, whose ratio to the dense value is the MoE factor)."""
-    runs = cat.inference_runs.filter((pl.col("role") == "calibrate") & (pl.col("measure") == "tokens_per_s"))
     rows = [
         {
             **_ids(r),
             "kind": "compute" if r["params"] == r["active_params"] else "compute-moe",
-            "efficiency": published.fit_compute_efficiency(cat.accelerators, r, eta_bw[r["stack"]], 1.0),
+            "efficiency": published.fit_compute_efficiency(cat.accelerators, r, eta_bw[r["stack"]], 1.0, allreduce),
         }
-        for r in runs.iter_rows(named=True)
+        for r in _throughput_runs(cat).iter_rows(named=True)
     ]
     return pl.DataFrame(rows).filter(pl.col("efficiency").is_not_nan())
+
+
+def _within_stage_tp(run: dict) -> float:
+    return (run["tensor_parallel"] or 0) / (run["pipeline_parallel"] or 1)
+
+
+def tensor_parallel_pairs(cat: Catalog) -> list[tuple[dict, dict]]:
+    """(tensor-parallel run, single-chip-stage run) of the same stack, round, model and chip die (the accelerators'
+    ``family`` and dense peak), both dense with a published layout: the only difference the model sees between
+    their compute efficiencies is the all-reduce."""
+    runs = _throughput_runs(cat).join(
+        cat.accelerators.select("accelerator_id", "family", "fp8_flops_per_s"), on="accelerator_id"
+    )
+    dense = [r for r in runs.iter_rows(named=True) if r["params"] == r["active_params"] and r["tensor_parallel"]]
+    same = ("stack", "round", "model", "family", "fp8_flops_per_s")
+    return [
+        (a, b)
+        for a in dense
+        for b in dense
+        if _within_stage_tp(a) > 1 and _within_stage_tp(b) == 1 and all(a[k] == b[k] for k in same)
+    ]
+
+
+def _pair_efficiency(cat: Catalog, eta_bw: dict[str, float], tp_run: dict, single: dict) -> float | None:
+    """The all-reduce efficiency at which ``tp_run`` fits the compute efficiency of ``single`` (bisection on its
+    log, to 1%); None when even the full link leaves the TP run needing more than its partner."""
+    target = published.fit_compute_efficiency(cat.accelerators, single, eta_bw[single["stack"]], 1.0, 1.0)
+
+    def gap(efficiency: float) -> float:  # > 0: the TP run needs more compute than its partner
+        fitted = published.fit_compute_efficiency(cat.accelerators, tp_run, eta_bw[tp_run["stack"]], 1.0, efficiency)
+        return math.inf if math.isnan(fitted) else fitted - target  # NaN: even the full peak falls short
+
+    low, high = ALLREDUCE_RANGE
+    if not gap(high) <= 0 < gap(low):
+        return None
+    while high / low > 1.01:
+        mid = (low * high) ** 0.5
+        low, high = (mid, high) if gap(mid) > 0 else (low, mid)
+    return high
+
+
+def allreduce_efficiency(cat: Catalog, eta_bw: dict[str, float]) -> tuple[float, str]:
+    """The median over :func:`tensor_parallel_pairs` of the all-reduce efficiency at which each tensor-parallel run
+    fits the same compute efficiency as its single-chip-stage partner, with its basis; nominal (1.0) without a
+    pair that fits."""
+    pairs = tensor_parallel_pairs(cat)
+    fitted = [e for e in (_pair_efficiency(cat, eta_bw, a, b) for a, b in pairs) if e is not None]
+    if not fitted:
+        return 1.0, "nominal: no round holds a tensor-parallel and a single-chip result of the same chip die"
+    names = "; ".join(f"{a['run_id']} vs {b['run_id']}" for a, b in pairs)
+    return float(sorted(fitted)[len(fitted) // 2]), f"fitted on {names}"
 
 
 def moe_factor(points: pl.DataFrame) -> float:
@@ -178,9 +242,12 @@ def calibrate(cat: Catalog) -> ServingEfficiency:
     bandwidth = _bandwidth_points(runs)
     stacks = sorted(set(cat.inference_runs["stack"]))
     eta_bw, bw_basis = bandwidth_by_stack(bandwidth, stacks)
-    compute = compute_points(cat, eta_bw)
+    allreduce, allreduce_basis = allreduce_efficiency(cat, eta_bw)
+    compute = compute_points(cat, eta_bw, allreduce)
     return ServingEfficiency(
         stacks=_stack_table(compute.filter(pl.col("kind") == "compute"), eta_bw, bw_basis),
         moe=moe_factor(compute),
         points=pl.concat([bandwidth, compute]),
+        allreduce=allreduce,
+        allreduce_basis=allreduce_basis,
     )

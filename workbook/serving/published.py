@@ -68,7 +68,9 @@ def predicted_column(run: dict) -> str:
     return run["measure"].replace("_ms", "_mean_ms")
 
 
-def _replicas(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float) -> pl.DataFrame:
+def _replicas(
+    accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float, allreduce: float
+) -> pl.DataFrame:
     acc = accelerators.filter(pl.col("accelerator_id") == run["accelerator_id"]).with_columns(
         eta_bw=pl.lit(eta_bw), eta_c=pl.lit(eta_c)
     )
@@ -77,15 +79,17 @@ def _replicas(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float
     )
     if run["tensor_parallel"]:
         frame = frame.filter(pl.col("tensor_parallel") == run["tensor_parallel"])
-    return replica.replicas(frame, scenario(run), moe, run.get("pipeline_parallel") or 1)
+    return replica.replicas(frame, scenario(run), moe, allreduce, run.get("pipeline_parallel") or 1)
 
 
-def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float) -> float:
+def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float, allreduce: float) -> float:
     """The model's figure for ``run``'s measure (:func:`predict_detail`)."""
-    return predict_detail(accelerators, run, eta_bw, eta_c, moe)["value"]
+    return predict_detail(accelerators, run, eta_bw, eta_c, moe, allreduce)["value"]
 
 
-def predict_detail(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float) -> dict:
+def predict_detail(
+    accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float, allreduce: float
+) -> dict:
     """The model's figure for ``run``'s measure (``value``) on the configuration with the most throughput: system
     tokens/s at the highest load within the limits (offline: memory only); TTFT / TPOT (ms), in the row's statistic
     (mean or p99), of a lone request (latency scenario) or, for a server result, at that same highest load within
@@ -97,7 +101,7 @@ def predict_detail(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: 
     detail = {"value": math.nan, "max_load_fraction": None, "published_load_fraction": None}
     s = scenario(run)
     sched = scheduler(run)
-    reps = _replicas(accelerators, run, eta_bw, eta_c, moe)
+    reps = _replicas(accelerators, run, eta_bw, eta_c, moe, allreduce)
     if reps.height == 0:
         return detail
     best = (
@@ -183,7 +187,13 @@ def at_published_load(best: pl.DataFrame, run: dict, s: ServeScenario, sched: re
 
 
 def fit_compute_efficiency(
-    accelerators: pl.DataFrame, run: dict, eta_bw: float, moe: float, low: float = 0.02, high: float = 1.0
+    accelerators: pl.DataFrame,
+    run: dict,
+    eta_bw: float,
+    moe: float,
+    allreduce: float,
+    low: float = 0.02,
+    high: float = 1.0,
 ) -> float:
     """The compute efficiency at which the model reproduces ``run``'s published throughput: the smallest one whose
     prediction reaches it, to 1e-6 (the prediction rises with the efficiency). Regula falsi with the Illinois
@@ -191,7 +201,7 @@ def fit_compute_efficiency(
     predictions. NaN when even 100% of the peak falls short."""
 
     def short(eta: float) -> float:  # < 0 below the published figure
-        return predict(accelerators, run, eta_bw, eta, moe) / run["value"] - 1
+        return predict(accelerators, run, eta_bw, eta, moe, allreduce) / run["value"] - 1
 
     f_high = short(high)
     if not f_high >= 0:

@@ -7,7 +7,8 @@ each configuration at loads rho = 1%..99% of its capacity (formulas in :mod:`wor
 ``limits`` keeps, per configuration, the highest load that fits in memory and meets the latency targets.
 Latency columns: ``tpot_ms`` / ``ttft_ms`` are the 99th percentiles (``sv.LATENCY_PERCENTILE``), the statistic
 the targets set and the one sizing compares with them; ``tpot_mean_ms`` / ``ttft_mean_ms`` are the means.
-The input frame carries the calibrated efficiencies per row (``eta_bw``, ``eta_c``).
+The input frame carries the calibrated efficiencies per row (``eta_bw``, ``eta_c``); the all-reduce efficiency
+(``allreduce_efficiency``) and the mixture-of-experts factor are calibrated once for every stack.
 
 **Scheduler.** What sets the time to first token under load is how the serving engine admits prompts
 (:class:`Scheduler`, from the submitter's published settings; the default is an engine with no limits, where a
@@ -163,7 +164,9 @@ def configs(accelerators: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, pipeline_stages: int = 1) -> pl.DataFrame:
+def replicas(
+    frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, allreduce_efficiency: float, pipeline_stages: int = 1
+) -> pl.DataFrame:
     """Per configuration: the replica-seconds one request costs (and the p99 prompt's prefill alone), capacity,
     weights time, memory room. The ``tensor_parallel`` chips of a replica may form ``pipeline_stages`` stages (each
     holding its layers on tensor_parallel / stages chips): only the chips within a stage all-reduce, over that
@@ -180,7 +183,11 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, pipel
         pl.when(within_stage > 1)
         .then(
             sv.allreduce_seconds_per_token(
-                m.n_layers / pipeline_stages, m.hidden_dim, within_stage, pl.col("scaleup_bytes_per_s")
+                m.n_layers / pipeline_stages,
+                m.hidden_dim,
+                within_stage,
+                pl.col("scaleup_bytes_per_s"),
+                allreduce_efficiency,
             )
         )
         .otherwise(0.0)
