@@ -8,7 +8,8 @@ each configuration at loads rho = 1%..99% of its capacity (formulas in :mod:`wor
 Latency columns: ``tpot_ms`` / ``ttft_ms`` are the 99th percentiles (``sv.LATENCY_PERCENTILE``), the statistic
 the targets set and the one sizing compares with them; ``tpot_mean_ms`` / ``ttft_mean_ms`` are the means.
 The input frame carries the calibrated efficiencies per row (``eta_bw``, ``eta_c``); the all-reduce efficiency
-(``allreduce_efficiency``) and the mixture-of-experts factor are calibrated once for every stack.
+(``allreduce_efficiency``, measured on GPUs: :data:`ALLREDUCE_KINDS`) and the mixture-of-experts factor are
+calibrated once for every stack.
 
 **Scheduler.** What sets the time to first token under load is how the serving engine admits prompts
 (:class:`Scheduler`, from the submitter's published settings; the default is an engine with no limits, where a
@@ -42,6 +43,11 @@ from workbook.serving.scenario import PEAK_FOR, ServeScenario
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
 LOAD_GRID = tuple(i / 100 for i in range(1, 100))  # rho, fraction of the replica's capacity
 ENGINE_MAX_SEQS = "max_seqs"  # optional column of the input frame: the engine's limit on sequences per replica
+# Chips whose tensor-parallel all-reduce runs at the calibrated efficiency: GPUs, where TensorRT-LLM and vLLM
+# all-reduce between the matmuls (NCCL/RCCL or custom kernels, not overlapped with them). TPU and Trainium compilers
+# overlap collectives with the matmuls (XLA's async collectives): they keep the link's speed (JetStream's TP8 8B
+# result would need 99% of the v5e's peak at the GPU figure).
+ALLREDUCE_KINDS = ("gpu",)
 SLOTS_FULL = 0.999  # busy slots are capped just below all of them, where the wait for one is finite
 
 
@@ -187,7 +193,7 @@ def replicas(
                 m.hidden_dim,
                 within_stage,
                 pl.col("scaleup_bytes_per_s"),
-                allreduce_efficiency,
+                pl.when(pl.col("kind").is_in(ALLREDUCE_KINDS)).then(allreduce_efficiency).otherwise(1.0),
             )
         )
         .otherwise(0.0)

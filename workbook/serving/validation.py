@@ -196,3 +196,22 @@ def concurrency_latency(frame: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame
             "within_target",
         )
     )
+
+
+def by_degree(frame: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """NVIDIA's TensorRT-LLM release tables (rounds named "... perf overview") per release, GPU, model and
+    tensor-parallel degree: results, median ln error (signed) and worst |ln error|, so a trend with the degree shows."""
+    layout = runs.select("run_id", "tensor_parallel")
+    return (
+        frame.filter(pl.col("round").str.ends_with("perf overview") & (pl.col("measure") == "tokens_per_s"))
+        .join(layout, on="run_id")
+        .group_by("round", "accelerator_id", "model", "tensor_parallel")
+        .agg(
+            pl.len().alias("results"),
+            pl.col("error").median().alias("median_ln_error"),
+            pl.col("abs_error").max().alias("worst_abs_ln_error"),
+            pl.col("published").first(),
+        )
+        .sort("published", "model", "accelerator_id", "tensor_parallel")
+        .drop("published")
+    )
