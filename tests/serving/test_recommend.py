@@ -100,3 +100,19 @@ def test_the_card_names_the_engine_settings_that_queue_prompts(accelerator, word
     s = serving.ServeScenario(model=ModelSpec.from_params(70e9), requests_per_s=5, accelerators=(accelerator,))
     rec = serving.recommend_serving(serving.evaluate_serving(s), s)
     assert rec.best is not None and any(words in reason for reason in rec.reasons), rec.reasons
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "params", "words"),
+    [
+        ("h100-sxm", 405e9, "its all-reduces are charged at 40% of the link's one-way speed, as measured on MLPerf"),
+        ("l40s", 70e9, "tensor parallel over PCIe: its all-reduces are charged at 40%"),
+        ("tpu-v6e", 405e9, "its all-reduces are charged at the link's full one-way speed"),
+    ],
+)
+def test_the_card_says_how_a_tensor_parallel_replica_is_charged(accelerator, params, words):
+    # The model needs several chips per replica on each of these: the card says what its all-reduces cost.
+    s = serving.ServeScenario(model=ModelSpec.from_params(params), requests_per_s=1, accelerators=(accelerator,))
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    assert rec.best is not None and rec.best["chips_per_replica"] > 1
+    assert any(words in reason for reason in rec.reasons), rec.reasons

@@ -180,6 +180,7 @@ SERVE_COLUMNS = [
     "engine_source",
     "tensor_parallel",
     "over_pcie",
+    "allreduce_efficiency",
     "sequences",
     "chips_per_replica",
     "replicas",

@@ -36,8 +36,19 @@ class ServingRecommendation:
 
 
 def _replica_line(o: dict) -> str:
-    link = " (tensor parallel over PCIe: its slower all-reduces are included)" if o["over_pcie"] else ""
-    return f"{count(o['replicas'], 'independent replica')} of {count(o['chips_per_replica'], 'chip')}{link}"
+    return f"{count(o['replicas'], 'independent replica')} of {count(o['chips_per_replica'], 'chip')}{_link_words(o)}"
+
+
+def _link_words(o: dict) -> str:
+    """How the replica's tensor-parallel all-reduces are charged, if it has any."""
+    if o.get("allreduce_efficiency") is None:
+        return ""
+    link = " over PCIe" if o["over_pcie"] else ""
+    if o["allreduce_efficiency"] < 1:
+        speed = f"{o['allreduce_efficiency']:.0%} of the link's one-way speed, as measured on MLPerf"
+    else:
+        speed = "the link's full one-way speed (the compiler overlaps collectives with the matmuls)"
+    return f" (tensor parallel{link}: its all-reduces are charged at {speed})"
 
 
 def _warnings(o: dict, scenario) -> list[str]:

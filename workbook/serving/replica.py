@@ -185,6 +185,7 @@ def replicas(
     peak = pl.col(PEAK_FOR[s.weight_precision]).fill_null(pl.col("bf16_flops_per_s"))
     eta_c = pl.col("eta_c") * (moe_efficiency if m.active_params < m.params else 1.0)
     within_stage = t / pipeline_stages
+    allreduce = pl.when(pl.col("kind").is_in(ALLREDUCE_KINDS)).then(allreduce_efficiency).otherwise(1.0)
     comm = (
         pl.when(within_stage > 1)
         .then(
@@ -193,7 +194,7 @@ def replicas(
                 m.hidden_dim,
                 within_stage,
                 pl.col("scaleup_bytes_per_s"),
-                pl.when(pl.col("kind").is_in(ALLREDUCE_KINDS)).then(allreduce_efficiency).otherwise(1.0),
+                allreduce,
             )
         )
         .otherwise(0.0)
@@ -216,6 +217,7 @@ def replicas(
     elif ENGINE_MAX_SEQS in frame.columns:  # the engine's batch limit (null: none)
         max_sequences = pl.min_horizontal(max_sequences, pl.col(ENGINE_MAX_SEQS).cast(pl.Float64).fill_null(math.inf))
     return frame.with_columns(
+        allreduce_efficiency=pl.when(within_stage > 1).then(allreduce),  # null: no all-reduce
         prefill_s=prefill_s,
         prefill_tail_s=prefill_tail_s,
         decode_s=decode_s,
