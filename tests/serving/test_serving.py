@@ -167,7 +167,7 @@ def test_validation_on_newest_fp8_bf16_results_held_out(validated):
     assert {"mlperf50-h200x8-llama2-70b-offline", "mlperf51-mi300x8-llama2-70b-offline"} <= set(newest["run_id"])
     assert newest.height >= 5 and newest["predicted_value"].is_not_null().all()
     # Measured when written (each result predicted without its own system; newest round per stack and benchmark
-    # series, so TensorRT-LLM 1.2's tables count beside MLPerf v5.0): 13 results, median 0.088, worst 0.172
+    # series, so TensorRT-LLM 1.2's tables count beside MLPerf v5.0): 13 results, median 0.077, worst 0.196
     # (Mixtral on H200, MLPerf v5.0); TensorRT-LLM 1.2 on H200 TP2, 1k to 32k prompts, within 16%.
     assert {"MLPerf v5.0", "TRT-LLM 1.2 perf overview"} <= set(newest["round"])
     assert newest["abs_error"].median() <= validation.TARGET_THROUGHPUT_MEDIAN
@@ -178,11 +178,12 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     latency = validation.server_latency(validated)
     assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
     assert set(latency["statistic"]) == {"mean", "p99"}  # every published statistic is compared like with like
-    # Measured when written: 15 of 24 within 30% with the KV reads added to the decode FLOPs and the fitted
-    # all-reduce efficiency (14 before; 13 without the prefill-work queue; 11 before the submitters' settings).
+    # Measured when written: 16 of 24 within 30% with the KV reads added to the decode FLOPs, the fitted all-reduce
+    # efficiency and Mixtral's measured prompt lengths (14 before; 13 without the prefill-work queue; 11 before the
+    # submitters' settings).
     v50_tpot = latency.filter((pl.col("round") == "MLPerf v5.0") & (pl.col("measure") == "tpot_ms"))
     assert v50_tpot.height == 4 and v50_tpot["within_target"].all()
-    assert latency["within_target"].sum() >= 15
+    assert latency["within_target"].sum() >= 16
     # AMD's harness holds queries 300 ms and hands each batch to one GPU: its first tokens take ~1 s, not ~0.3 s.
     amd_ttft = latency.filter((pl.col("accelerator_id") == "mi300x") & (pl.col("measure") == "ttft_ms"))
     assert amd_ttft.height == 2 and amd_ttft["within_target"].all()
