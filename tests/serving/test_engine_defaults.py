@@ -9,7 +9,7 @@ import pytest
 
 from workbook import catalog, serving
 from workbook.model.spec import ModelSpec
-from workbook.serving import options, validation
+from workbook.serving import options, replica, validation
 from workbook.serving.calibration import STACKS
 
 
@@ -119,3 +119,22 @@ def test_the_reading_at_the_models_maximum_is_the_better_mechanism_across_rows(l
     assert at_max.median() < at_published.median()
     assert (at_max <= validation.TARGET_LATENCY).sum() > (at_published <= validation.TARGET_LATENCY).sum()
     assert not any(math.isnan(x) for x in at_published)
+
+
+def test_tensorrt_llm_sizes_its_kv_cache_from_the_memory_left_free(cat):
+    # 70B FP8 on one H200 (141 GB): vLLM takes 90% of the device less the weights (70.55 GB) and the runtime (2 GB):
+    # 54.35 GB; TensorRT-LLM 90% of what the weights and runtime leave free: 0.9 x 68.45 = 61.6 GB, 13% more.
+    s = serving.ServeScenario(model=ModelSpec.from_params(70.55e9), accelerators=("h200",))
+    h200 = cat.accelerators.filter(pl.col("accelerator_id") == "h200").with_columns(tensor_parallel=pl.lit(1))
+    weights = pl.lit(70.55e9)
+    frames = {stack: h200.with_columns(stack=pl.lit(stack)) for stack in ("trtllm", "vllm-cuda")}
+    room = {stack: f.select(replica.kv_room_bytes(f, s, weights)).item() for stack, f in frames.items()}
+    assert room["vllm-cuda"] == pytest.approx(141e9 * 0.9 - 2e9 - 70.55e9)
+    assert room["trtllm"] == pytest.approx(0.9 * (141e9 - 2e9 - 70.55e9))
+    free, total = (
+        replica.replicas(h200.with_columns(stack=pl.lit(stack), eta_bw=pl.lit(0.5), eta_c=pl.lit(0.5)), s, 1.0, 1.0)
+        for stack in ("trtllm", "vllm-cuda")
+    )
+    assert free["max_sequences"].item() / total["max_sequences"].item() == pytest.approx(
+        room["trtllm"] / room["vllm-cuda"]
+    )

@@ -72,7 +72,7 @@ def _replicas(
     accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float, allreduce: float
 ) -> pl.DataFrame:
     acc = accelerators.filter(pl.col("accelerator_id") == run["accelerator_id"]).with_columns(
-        eta_bw=pl.lit(eta_bw), eta_c=pl.lit(eta_c)
+        eta_bw=pl.lit(eta_bw), eta_c=pl.lit(eta_c), stack=pl.lit(run["stack"])
     )
     frame = replica.configs(acc).filter(
         (pl.col("tensor_parallel") <= run["chips"]) & (run["chips"] % pl.col("tensor_parallel") == 0)

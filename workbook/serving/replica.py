@@ -48,6 +48,11 @@ ENGINE_MAX_SEQS = "max_seqs"  # optional column of the input frame: the engine's
 # overlap collectives with the matmuls (XLA's async collectives): they keep the link's speed (JetStream's TP8 8B
 # result would need 99% of the v5e's peak at the GPU figure).
 ALLREDUCE_KINDS = ("gpu",)
+# Stacks that size the KV cache as a fraction of the memory left free once the weights and runtime are loaded:
+# TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction ("allocate 90% of free GPU memory for KV cache",
+# nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html). vLLM's gpu_memory_utilization is a fraction of the
+# whole device (docs.vllm.ai, CacheConfig); NVIDIA's aiconfigurator models the two the same way.
+KV_FROM_FREE_MEMORY = ("trtllm", "trtllm-static")
 SLOTS_FULL = 0.999  # busy slots are capped just below all of them, where the wait for one is finite
 
 
@@ -170,6 +175,18 @@ def configs(accelerators: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def kv_room_bytes(frame: pl.DataFrame, s: ServeScenario, weights_bytes: pl.Expr) -> pl.Expr:
+    """KV-cache bytes per chip, as the engine sizes its cache: a fraction f (``hbm_usable_fraction``) of the chip's
+    memory less the weights and the runtime (vLLM, SGLang: ``gpu_memory_utilization`` of the total), or, for the
+    stacks of :data:`KV_FROM_FREE_MEMORY`, f of the memory left free after them (TensorRT-LLM)."""
+    f, runtime = s.assumptions.hbm_usable_fraction, s.assumptions.runtime_overhead_bytes
+    of_total = pl.col("hbm_bytes") * f - runtime - weights_bytes
+    if "stack" not in frame.columns:
+        return of_total
+    of_free = f * (pl.col("hbm_bytes") - runtime - weights_bytes)
+    return pl.when(pl.col("stack").is_in(KV_FROM_FREE_MEMORY)).then(of_free).otherwise(of_total)
+
+
 def replicas(
     frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, allreduce_efficiency: float, pipeline_stages: int = 1
 ) -> pl.DataFrame:
@@ -208,10 +225,9 @@ def replicas(
         shape, s.prompt_tokens_tail, s.output_tokens, t, peak, eta_c, comm, s.prompt_tokens_tail**2
     )
     kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, pl.col("eta_bw"))
-    usable_bytes = pl.col("hbm_bytes") * s.assumptions.hbm_usable_fraction - s.assumptions.runtime_overhead_bytes
     weights_bytes = w_bytes * m.params / t
     kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, live=True)  # paged KV cache
-    max_sequences = (usable_bytes - weights_bytes) * t / kv_sequence
+    max_sequences = kv_room_bytes(frame, s, weights_bytes) * t / kv_sequence
     if s.max_batch is not None:  # the user's limit replaces the engine's
         max_sequences = pl.min_horizontal(max_sequences, pl.lit(float(s.max_batch)))
     elif ENGINE_MAX_SEQS in frame.columns:  # the engine's batch limit (null: none)
