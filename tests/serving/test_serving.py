@@ -178,12 +178,13 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     latency = validation.server_latency(validated)
     assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
     assert set(latency["statistic"]) == {"mean", "p99"}  # every published statistic is compared like with like
-    # Measured when written: 16 of 24 within 30% with the KV reads added to the decode FLOPs, the fitted all-reduce
-    # efficiency, Mixtral's measured prompt lengths and TensorRT-LLM's KV cache sized from free memory (14 before;
-    # 13 without the prefill-work queue; 11 before the submitters' settings).
+    # Measured when written: 17 of 24 within 30% with the KV reads added to the decode FLOPs, the fitted all-reduce
+    # efficiency, Mixtral's measured prompt lengths, TensorRT-LLM's KV cache sized from free memory and the
+    # many-server Erlang C for the slot wait (14 before; 13 without the prefill-work queue; 11 before the
+    # submitters' settings).
     v50_tpot = latency.filter((pl.col("round") == "MLPerf v5.0") & (pl.col("measure") == "tpot_ms"))
     assert v50_tpot.height == 4 and v50_tpot["within_target"].all()
-    assert latency["within_target"].sum() >= 16
+    assert latency["within_target"].sum() >= 17
     # AMD's harness holds queries 300 ms and hands each batch to one GPU: its first tokens take ~1 s, not ~0.3 s.
     amd_ttft = latency.filter((pl.col("accelerator_id") == "mi300x") & (pl.col("measure") == "ttft_ms"))
     assert amd_ttft.height == 2 and amd_ttft["within_target"].all()
@@ -312,3 +313,18 @@ def test_price_ties_between_clouds_come_in_a_fixed_order(cat):
     ties = keys.filter(pl.col("usd_per_million_tokens").is_duplicated())
     assert ties.height >= 2, "the scenario must have price ties for this test to mean anything"
     assert keys.rows() == keys.sort(keys.columns, maintain_order=True).rows()
+
+
+@pytest.mark.parametrize("slots", [16, 64, 1024])
+@pytest.mark.parametrize("busy", [0.5, 0.8, 0.9, 0.95, 0.98])
+def test_the_probability_of_waiting_for_a_slot_is_erlang_c(slots, busy):
+    # Exact Erlang C by the Erlang B recursion, against the many-server form the model uses (floats and
+    # expressions alike).
+    load, blocking = slots * busy, 1.0
+    for k in range(1, slots + 1):
+        blocking = load * blocking / (k + load * blocking)
+    exact = blocking / (1 - busy * (1 - blocking))
+    approx = sv.waiting_probability(load, slots)
+    assert approx == pytest.approx(exact, abs=0.03 if slots < 64 else 0.013)
+    frame = pl.DataFrame({"busy": [load], "slots": [float(slots)]})
+    assert frame.select(sv.waiting_probability(pl.col("busy"), pl.col("slots"))).item() == pytest.approx(approx)
