@@ -203,8 +203,8 @@ def _prices_flag(p: argparse.ArgumentParser) -> None:
 def _serve_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kv-precision",
-        choices=serving.WEIGHT_PRECISIONS[:3],
-        help="KV-cache precision (default: as --precision, bf16 for int4)",
+        choices=serving.KV_PRECISIONS,
+        help="KV-cache precision (default: as --precision; fp8 for fp4, bf16 for int4)",
     )
     p.add_argument("--prompt-tokens", type=_positive("--prompt-tokens", integer=True), default=1000)
     p.add_argument("--output-tokens", type=_positive("--output-tokens", integer=True), default=300)
@@ -352,7 +352,7 @@ def _check_ids(args, cat: catalog_mod.Catalog) -> None:
 def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
     _check_ids(args, cat)
     precision = args.precision or serving.DEFAULT_SERVE_PRECISION
-    kv = args.kv_precision or ("bf16" if precision == "int4" else precision)
+    kv = args.kv_precision or serving.default_kv_precision(precision)
     try:
         return serving.ServeScenario(
             model=_model(args),

@@ -26,7 +26,9 @@ def setup(cat):
     run = cat.inference_runs.filter(pl.col("run_id") == LLAMA70_SERVER).row(0, named=True)
     eff = calibrate(cat)
     stack = eff.stacks.filter(pl.col("stack") == "trtllm").row(0, named=True)
-    reps = published._replicas(cat.accelerators, run, stack["eta_bw"], stack["eta_c"], 1.0, eff.allreduce)
+    reps = published._replicas(
+        cat.accelerators, run, stack["eta_bw"], stack["eta_c"], dataclasses.replace(eff.factors(), moe=1.0)
+    )
     assert reps.height == 1
     return reps, published.scenario(run)
 
@@ -100,7 +102,7 @@ def test_a_dispatch_window_adds_half_the_window_and_the_prefill_of_the_batched_p
 def test_the_p99_prompt_is_prefilled_with_its_own_quadratic_attention(setup):
     reps, s = setup
     long_tail = dataclasses.replace(s, prompt_tokens=8000, prompt_tokens_p99=64000)
-    row = replica.replicas(reps, long_tail, 1.0, 1.0).row(0, named=True)
+    row = replica.replicas(reps, long_tail, replica.Factors(1.0, 1.0, 1.0)).row(0, named=True)
     # The mix's per-token cost scaled to 64k tokens is too low: attention per token grows with the prompt
     # (measured when written: 1.20x; the mix's E[P^2] already carries some of the tail's attention).
     linear = row["prefill_s"] * 64000 / 8000

@@ -1,13 +1,14 @@
 """Tensor parallelism in serving: the all-reduce efficiency fitted on one MLPerf pair, tested on NVIDIA's
 TensorRT-LLM throughput tables at TP 1/2/4/8, which no fit uses."""
 
+import dataclasses
 import math
 
 import polars as pl
 import pytest
 
 from workbook import catalog
-from workbook.serving import calibration, published
+from workbook.serving import calibration, published, replica
 from workbook.serving.calibration import calibrate
 
 H100_TP2 = "mlperf41-h100x8-llama2-70b-offline"
@@ -41,15 +42,16 @@ def test_the_allreduce_efficiency_makes_the_tp_pair_fit_one_compute_efficiency(c
     # blame the chips for the all-reduce time it does not charge (measured when written: 0.53 vs 0.62).
     (h100,) = _runs(cat, run_id=H100_TP2)
     eta_bw = eff.stacks.filter(pl.col("stack") == "trtllm")["eta_bw"].item()
-    nominal = published.fit_compute_efficiency(cat.accelerators, h100, eta_bw, 1.0, 1.0)
+    nominal = published.fit_compute_efficiency(cat.accelerators, h100, eta_bw, replica.Factors(1.0, 1.0, 1.0))
     assert nominal < 0.9 * fitted[H200_TP1]
 
 
 def _errors(cat, eff, runs, allreduce) -> dict[int, float]:
     stack = eff.stacks.filter(pl.col("stack") == "trtllm").row(0, named=True)
+    factors = dataclasses.replace(eff.factors(), allreduce=allreduce)
     return {
         r["tensor_parallel"]: math.log(
-            published.predict(cat.accelerators, r, stack["eta_bw"], stack["eta_c"], eff.moe, allreduce) / r["value"]
+            published.predict(cat.accelerators, r, stack["eta_bw"], stack["eta_c"], factors) / r["value"]
         )
         for r in runs
     }

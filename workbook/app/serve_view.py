@@ -48,7 +48,7 @@ class ServeView:
                 style={**STYLE, "button_width": "55px"},
             ),
             "kv_precision": w.ToggleButtons(
-                options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS[:3]],
+                options=[(p.upper(), p) for p in serving.KV_PRECISIONS],
                 value=serving.DEFAULT_SERVE_PRECISION,
                 description="KV cache",
                 style={**STYLE, "button_width": "55px"},

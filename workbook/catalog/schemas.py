@@ -83,6 +83,7 @@ class Accelerators(pa.DataFrameModel):
     bf16_flops_per_s: float = pa.Field(gt=0)
     fp8_flops_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
     int8_ops_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
+    fp4_flops_per_s: Optional[float] = pa.Field(nullable=True, gt=0)  # dense FP4 (NVFP4 / MXFP4) tensor rate
     hbm_bytes: float = pa.Field(gt=0)
     hbm_bytes_per_s: float = pa.Field(gt=0)
     scaleup_bytes_per_s: float = pa.Field(gt=0)
@@ -357,7 +358,7 @@ class InferenceRuns(pa.DataFrameModel):
     n_kv_heads: int = pa.Field(gt=0)
     head_dim: int = pa.Field(gt=0)
     hidden_dim: int = pa.Field(gt=0)
-    weight_precision: str = pa.Field(isin=("bf16", "fp8", "int8", "int4"))
+    weight_precision: str = pa.Field(isin=("bf16", "fp8", "fp4", "int8", "int4"))
     kv_precision: str = pa.Field(isin=("bf16", "fp8", "int8"))
     # latency: a lone request (or a fixed batch); offline: all queries at once; server: Poisson arrivals (MLPerf);
     # concurrency: a closed loop of ``batch`` clients, each sending its next request when the last one ends.

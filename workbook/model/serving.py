@@ -1,6 +1,7 @@
 """Serving formulas: memory, and a replica under continuous batching with chunked prefill.
 
-* Weights: params x bytes per weight (bf16 2, fp8/int8 1, int4 0.5), split over the tensor-parallel degree t.
+* Weights: params x bytes per weight (bf16 2, fp8/int8 1, fp4 0.5625: NVFP4 keeps an FP8 scale per 16 values,
+  int4 0.5), split over the tensor-parallel degree t.
 * KV cache per token: 2 (K and V) x layers x KV heads x head size x bytes per KV element; a sequence holds
   prompt + output tokens (on average prompt + output/2 while it decodes).
 * One request costs the replica, in seconds of its time (t chips, dense peak x compute efficiency ``eta_c``,
@@ -53,7 +54,7 @@ import polars as pl
 from workbook.model import flops
 from workbook.model.units import FMA_FLOPS
 
-BYTES_PER_ELEMENT = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+BYTES_PER_ELEMENT = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5625, "int8": 1.0, "int4": 0.5}
 KV_TENSORS = 2  # keys and values
 ALLREDUCES_PER_LAYER = 2  # Megatron tensor parallel: one after attention, one after the MLP
 ACTIVATION_BYTES = 2.0  # all-reduced activations travel in BF16

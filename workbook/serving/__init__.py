@@ -8,11 +8,13 @@ from workbook.serving.scenario import (
     DEFAULT_HEADROOM,
     DEFAULT_SERVE_PRECISION,
     DEFAULT_SERVE_PRICING,
+    KV_PRECISIONS,
     STACK_CHOICES,
     WEIGHT_PRECISIONS,
     ServeAssumptions,
     ServeScenario,
     default_kv_heads,
+    default_kv_precision,
 )
 from workbook.serving.validation import validate
 
@@ -20,6 +22,7 @@ __all__ = [
     "DEFAULT_HEADROOM",
     "DEFAULT_SERVE_PRECISION",
     "DEFAULT_SERVE_PRICING",
+    "KV_PRECISIONS",
     "SERVE_COLUMNS",
     "STACK_CHOICES",
     "STACK_NAMES",
@@ -32,6 +35,7 @@ __all__ = [
     "best_configs",
     "calibrate",
     "default_kv_heads",
+    "default_kv_precision",
     "evaluate_serving",
     "recommend_serving",
     "train_then_serve",

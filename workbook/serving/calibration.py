@@ -12,6 +12,10 @@
   tensor-parallel degree on the same chip die (MLPerf v4.1 TensorRT-LLM: H100 TP2 and H200 TP1, both GH100): the
   efficiency at which they fit the same compute efficiency (:func:`allreduce_efficiency`). Nominal (1.0) where
   no such pair exists. NVIDIA's TensorRT-LLM throughput tables at TP 1/2/4/8 are the held-out test of it.
+* FP4 factor ``fp4``: FP4 matmuls (NVFP4 on Blackwell) reach a smaller fraction of their doubled peak than FP8
+  ones of theirs: the ratio of an FP4 result's fitted compute efficiency to the dense FP8/BF16 one of the same stack
+  and round (MLPerf v5.0: B200 against H100/H200). Fitted once, like the all-reduce efficiency, and kept for that
+  system's own server rows; NVIDIA's TensorRT-LLM B200 FP4 tables are its held-out test.
 * Each vendor has a best published stack and a generic open-source one (``STACKS``); a stack with no published
   result borrows another's efficiencies (``PROXIES``) and the answer names the proxy.
 """
@@ -26,7 +30,7 @@ import polars as pl
 from workbook import cache
 from workbook.catalog import Catalog
 from workbook.model import serving as sv
-from workbook.serving import published
+from workbook.serving import published, replica
 from workbook.serving.scenario import PEAK_FOR
 
 STACKS = {
@@ -66,6 +70,10 @@ class ServingEfficiency:
     points: pl.DataFrame
     allreduce: float
     allreduce_basis: str
+    fp4: float
+
+    def factors(self) -> replica.Factors:
+        return replica.Factors(moe=self.moe, allreduce=self.allreduce, fp4=self.fp4)
 
     def for_accelerators(self, accelerators: pl.DataFrame, choice: str) -> pl.DataFrame:
         """``accelerators`` with the chosen stack of each vendor and its efficiencies (proxies resolved)."""
@@ -120,14 +128,22 @@ def _throughput_runs(cat: Catalog) -> pl.DataFrame:
     return cat.inference_runs.filter((pl.col("role") == "calibrate") & (pl.col("measure") == "tokens_per_s"))
 
 
+def _kind(run: dict) -> str:
+    if run["params"] != run["active_params"]:
+        return "compute-moe"
+    return "compute-fp4" if run["weight_precision"] == "fp4" else "compute"
+
+
 def compute_points(cat: Catalog, eta_bw: dict[str, float], allreduce: float) -> pl.DataFrame:
-    """eta_c of every offline throughput row, each fitted on its own (kind ``compute``: dense models;
-    ``compute-moe``: mixtures of experts, whose ratio to the dense value is the MoE factor)."""
+    """eta_c of every offline throughput row, each fitted on its own (kind ``compute``: dense FP8/BF16 models;
+    ``compute-moe``: mixtures of experts, whose ratio to the dense value is the MoE factor; ``compute-fp4``: FP4
+    matmuls, the FP4 factor's)."""
+    factors = replica.Factors(moe=1.0, allreduce=allreduce, fp4=1.0)
     rows = [
         {
             **_ids(r),
-            "kind": "compute" if r["params"] == r["active_params"] else "compute-moe",
-            "efficiency": published.fit_compute_efficiency(cat.accelerators, r, eta_bw[r["stack"]], 1.0, allreduce),
+            "kind": _kind(r),
+            "efficiency": published.fit_compute_efficiency(cat.accelerators, r, eta_bw[r["stack"]], factors),
         }
         for r in _throughput_runs(cat).iter_rows(named=True)
     ]
@@ -158,10 +174,12 @@ def tensor_parallel_pairs(cat: Catalog) -> list[tuple[dict, dict]]:
 def _pair_efficiency(cat: Catalog, eta_bw: dict[str, float], tp_run: dict, single: dict) -> float | None:
     """The all-reduce efficiency at which ``tp_run`` fits the compute efficiency of ``single`` (bisection on its
     log, to 1%); None when even the full link leaves the TP run needing more than its partner."""
-    target = published.fit_compute_efficiency(cat.accelerators, single, eta_bw[single["stack"]], 1.0, 1.0)
+    nominal = replica.Factors(moe=1.0, allreduce=1.0, fp4=1.0)
+    target = published.fit_compute_efficiency(cat.accelerators, single, eta_bw[single["stack"]], nominal)
 
     def gap(efficiency: float) -> float:  # > 0: the TP run needs more compute than its partner
-        fitted = published.fit_compute_efficiency(cat.accelerators, tp_run, eta_bw[tp_run["stack"]], 1.0, efficiency)
+        factors = replica.Factors(moe=1.0, allreduce=efficiency, fp4=1.0)
+        fitted = published.fit_compute_efficiency(cat.accelerators, tp_run, eta_bw[tp_run["stack"]], factors)
         return math.inf if math.isnan(fitted) else fitted - target  # NaN: even the full peak falls short
 
     low, high = ALLREDUCE_RANGE
@@ -185,17 +203,28 @@ def allreduce_efficiency(cat: Catalog, eta_bw: dict[str, float]) -> tuple[float,
     return float(sorted(fitted)[len(fitted) // 2]), f"fitted on {names}"
 
 
-def moe_factor(points: pl.DataFrame) -> float:
-    """Serving efficiency of mixture-of-experts layers relative to dense ones: the median, over MoE results, of
-    their fitted efficiency / the dense efficiency of the same stack and round (smaller expert GEMMs and
-    routing reach less of the peak). 1.0 when no pair exists."""
+def _ratio_to_dense(points: pl.DataFrame, kind: str) -> float:
+    """Median, over the points of ``kind``, of their efficiency / the dense efficiency of the same stack and
+    round; 1.0 when no pair exists."""
     dense = (
         points.filter(pl.col("kind") == "compute")
         .group_by("stack", "round")
         .agg(pl.col("efficiency").median().alias("dense"))
     )
-    pairs = points.filter(pl.col("kind") == "compute-moe").join(dense, on=["stack", "round"])
+    pairs = points.filter(pl.col("kind") == kind).join(dense, on=["stack", "round"])
     return (pairs["efficiency"] / pairs["dense"]).median() if pairs.height else 1.0
+
+
+def fp4_factor(points: pl.DataFrame) -> float:
+    """Compute efficiency of FP4 matmuls (of the chip's FP4 peak) relative to dense FP8/BF16 ones (of theirs)."""
+    return _ratio_to_dense(points, "compute-fp4")
+
+
+def moe_factor(points: pl.DataFrame) -> float:
+    """Serving efficiency of mixture-of-experts layers relative to dense ones: the median, over MoE results, of
+    their fitted efficiency / the dense efficiency of the same stack and round (smaller expert GEMMs and
+    routing reach less of the peak). 1.0 when no pair exists."""
+    return _ratio_to_dense(points, "compute-moe")
 
 
 def bandwidth_by_stack(points: pl.DataFrame, stacks) -> tuple[dict[str, float], dict[str, str]]:
@@ -247,6 +276,7 @@ def calibrate(cat: Catalog) -> ServingEfficiency:
     return ServingEfficiency(
         stacks=_stack_table(compute.filter(pl.col("kind") == "compute"), eta_bw, bw_basis),
         moe=moe_factor(compute),
+        fp4=fp4_factor(compute),
         points=pl.concat([bandwidth, compute]),
         allreduce=allreduce,
         allreduce_basis=allreduce_basis,

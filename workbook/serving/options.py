@@ -74,7 +74,7 @@ def _replicas(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.Data
     acc = with_engine(eff.for_accelerators(acc, s.stack_choice), cat.serving_engine_defaults, s)
     if s.efficiency_override is not None:
         acc = acc.with_columns(eta_bw=pl.lit(s.efficiency_override), eta_c=pl.lit(s.efficiency_override))
-    return replica.replicas(replica.configs(acc), s, eff.moe, eff.allreduce)
+    return replica.replicas(replica.configs(acc), s, eff.factors())
 
 
 def _why_not(s: ServeScenario) -> pl.Expr:

@@ -69,7 +69,7 @@ def predicted_column(run: dict) -> str:
 
 
 def _replicas(
-    accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float, allreduce: float
+    accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, factors: replica.Factors
 ) -> pl.DataFrame:
     acc = accelerators.filter(pl.col("accelerator_id") == run["accelerator_id"]).with_columns(
         eta_bw=pl.lit(eta_bw), eta_c=pl.lit(eta_c), stack=pl.lit(run["stack"])
@@ -79,16 +79,16 @@ def _replicas(
     )
     if run["tensor_parallel"]:
         frame = frame.filter(pl.col("tensor_parallel") == run["tensor_parallel"])
-    return replica.replicas(frame, scenario(run), moe, allreduce, run.get("pipeline_parallel") or 1)
+    return replica.replicas(frame, scenario(run), factors, run.get("pipeline_parallel") or 1)
 
 
-def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float, allreduce: float) -> float:
+def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, factors: replica.Factors) -> float:
     """The model's figure for ``run``'s measure (:func:`predict_detail`)."""
-    return predict_detail(accelerators, run, eta_bw, eta_c, moe, allreduce)["value"]
+    return predict_detail(accelerators, run, eta_bw, eta_c, factors)["value"]
 
 
 def predict_detail(
-    accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, moe: float, allreduce: float
+    accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, factors: replica.Factors
 ) -> dict:
     """The model's figure for ``run``'s measure (``value``) on the configuration with the most throughput: system
     tokens/s at the highest load within the limits (offline: memory only); TTFT / TPOT (ms), in the row's statistic
@@ -101,7 +101,7 @@ def predict_detail(
     detail = {"value": math.nan, "max_load_fraction": None, "published_load_fraction": None}
     s = scenario(run)
     sched = scheduler(run)
-    reps = _replicas(accelerators, run, eta_bw, eta_c, moe, allreduce)
+    reps = _replicas(accelerators, run, eta_bw, eta_c, factors)
     if reps.height == 0:
         return detail
     best = (
@@ -190,8 +190,7 @@ def fit_compute_efficiency(
     accelerators: pl.DataFrame,
     run: dict,
     eta_bw: float,
-    moe: float,
-    allreduce: float,
+    factors: replica.Factors,
     low: float = 0.02,
     high: float = 1.0,
 ) -> float:
@@ -201,7 +200,7 @@ def fit_compute_efficiency(
     predictions. NaN when even 100% of the peak falls short."""
 
     def short(eta: float) -> float:  # < 0 below the published figure
-        return predict(accelerators, run, eta_bw, eta, moe, allreduce) / run["value"] - 1
+        return predict(accelerators, run, eta_bw, eta, factors) / run["value"] - 1
 
     f_high = short(high)
     if not f_high >= 0:

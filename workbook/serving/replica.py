@@ -8,8 +8,8 @@ each configuration at loads rho = 1%..99% of its capacity (formulas in :mod:`wor
 Latency columns: ``tpot_ms`` / ``ttft_ms`` are the 99th percentiles (``sv.LATENCY_PERCENTILE``), the statistic
 the targets set and the one sizing compares with them; ``tpot_mean_ms`` / ``ttft_mean_ms`` are the means.
 The input frame carries the calibrated efficiencies per row (``eta_bw``, ``eta_c``); the all-reduce efficiency
-(``allreduce_efficiency``, measured on GPUs: :data:`ALLREDUCE_KINDS`) and the mixture-of-experts factor are
-calibrated once for every stack.
+(measured on GPUs: :data:`ALLREDUCE_KINDS`), the mixture-of-experts and FP4 factors on ``eta_c`` are calibrated
+once for every stack (:class:`Factors`).
 
 **Scheduler.** What sets the time to first token under load is how the serving engine admits prompts
 (:class:`Scheduler`, from the submitter's published settings; the default is an engine with no limits, where a
@@ -38,7 +38,7 @@ import polars as pl
 
 from workbook.model import serving as sv
 from workbook.model.units import HEAD_DIM
-from workbook.serving.scenario import PEAK_FOR, ServeScenario
+from workbook.serving.scenario import ServeScenario, peak_column
 
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
 LOAD_GRID = tuple(i / 100 for i in range(1, 100))  # rho, fraction of the replica's capacity
@@ -54,6 +54,17 @@ ALLREDUCE_KINDS = ("gpu",)
 # whole device (docs.vllm.ai, CacheConfig); NVIDIA's aiconfigurator models the two the same way.
 KV_FROM_FREE_MEMORY = ("trtllm", "trtllm-static")
 SLOTS_FULL = 0.999  # busy slots are capped just below all of them, where the wait for one is finite
+
+
+@dataclasses.dataclass(frozen=True)
+class Factors:
+    """Calibrated once for every stack (:mod:`workbook.serving.calibration`): the compute efficiency of
+    mixture-of-experts layers and of FP4 matmuls relative to the stack's dense FP8/BF16 one, and the fraction of
+    the link's one-way bandwidth a tensor-parallel all-reduce reaches on a GPU."""
+
+    moe: float
+    allreduce: float
+    fp4: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,9 +198,7 @@ def kv_room_bytes(frame: pl.DataFrame, s: ServeScenario, weights_bytes: pl.Expr)
     return pl.when(pl.col("stack").is_in(KV_FROM_FREE_MEMORY)).then(of_free).otherwise(of_total)
 
 
-def replicas(
-    frame: pl.DataFrame, s: ServeScenario, moe_efficiency: float, allreduce_efficiency: float, pipeline_stages: int = 1
-) -> pl.DataFrame:
+def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors, pipeline_stages: int = 1) -> pl.DataFrame:
     """Per configuration: the replica-seconds one request costs (and the p99 prompt's prefill alone), capacity,
     weights time, memory room. The ``tensor_parallel`` chips of a replica may form ``pipeline_stages`` stages (each
     holding its layers on tensor_parallel / stages chips): only the chips within a stage all-reduce, over that
@@ -199,10 +208,12 @@ def replicas(
     kv_token = sv.kv_bytes_per_token(m.n_layers, s.kv_heads, HEAD_DIM, sv.BYTES_PER_ELEMENT[s.kv_precision])
     t = pl.col("tensor_parallel").cast(pl.Float64)
     bandwidth = pl.col("hbm_bytes_per_s")
-    peak = pl.col(PEAK_FOR[s.weight_precision]).fill_null(pl.col("bf16_flops_per_s"))
-    eta_c = pl.col("eta_c") * (moe_efficiency if m.active_params < m.params else 1.0)
+    peak = peak_column(s.weight_precision)
+    eta_c = pl.col("eta_c") * (factors.moe if m.active_params < m.params else 1.0)
+    if s.weight_precision == "fp4":  # FP4 matmuls where the chip has them (elsewhere they run at the FP8 rate)
+        eta_c = eta_c * pl.when(pl.col("fp4_flops_per_s").is_not_null()).then(factors.fp4).otherwise(1.0)
     within_stage = t / pipeline_stages
-    allreduce = pl.when(pl.col("kind").is_in(ALLREDUCE_KINDS)).then(allreduce_efficiency).otherwise(1.0)
+    allreduce = pl.when(pl.col("kind").is_in(ALLREDUCE_KINDS)).then(factors.allreduce).otherwise(1.0)
     comm = (
         pl.when(within_stage > 1)
         .then(

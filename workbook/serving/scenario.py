@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+import polars as pl
+
 from workbook.catalog.schemas import PRICING_MODELS
 from workbook.errors import InputError
 from workbook.errors import check_choice as _choice
@@ -29,7 +31,16 @@ class ServeAssumptions:
         _number("host_power_factor", self.host_power_factor, 1.0, 3.0)
 
 
-WEIGHT_PRECISIONS = ("bf16", "fp8", "int8", "int4")
+WEIGHT_PRECISIONS = ("bf16", "fp8", "fp4", "int8", "int4")
+KV_PRECISIONS = ("bf16", "fp8", "int8")
+
+
+def default_kv_precision(weight_precision: str) -> str:
+    """The KV-cache precision served with ``weight_precision`` weights when none is given: the same, except FP8
+    under FP4 weights (NVFP4 checkpoints keep an FP8 cache) and BF16 under weight-only INT4 (AWQ/GPTQ)."""
+    return {"fp4": "fp8", "int4": "bf16"}.get(weight_precision, weight_precision)
+
+
 # Serving prices on-demand unless the user picks otherwise: spot capacity can be reclaimed at any moment, and a
 # preempted replica breaks the latency target until a new one has loaded the model, so spot is never a default.
 DEFAULT_SERVE_PRICING = ("on-demand",)
@@ -49,7 +60,17 @@ MIN_HEADROOM, MAX_HEADROOM = 0.3, 0.95
 # FP8 serving multiplies in FP8 (W8A8, e.g. TensorRT-LLM) where the chip has it; INT8/INT4 weights are the
 # usual weight-only quantisation (AWQ/GPTQ, JetStream int8): they halve or quarter the bytes read, but the
 # matrix multiplies run at the BF16 rate.
-PEAK_FOR = {**PEAK_COLUMN, "int8": PEAK_COLUMN["bf16"], "int4": PEAK_COLUMN["bf16"]}
+# FP4 (NVFP4 on Blackwell, MXFP4 on MI355X) multiplies in FP4 where the chip has FP4 tensor cores; elsewhere the
+# FP4 weights are dequantised and multiplied at the FP8 rate (W4A8), else BF16.
+PEAK_FOR = {**PEAK_COLUMN, "fp4": "fp4_flops_per_s", "int8": PEAK_COLUMN["bf16"], "int4": PEAK_COLUMN["bf16"]}
+PEAK_FALLBACK = {"fp4": (PEAK_COLUMN["fp8"], PEAK_COLUMN["bf16"])}  # else the BF16 rate
+
+
+def peak_column(precision: str) -> pl.Expr:
+    """The dense peak a replica multiplies at with ``precision`` weights: the precision's own rate where the chip
+    has it, else the next one it has (:data:`PEAK_FALLBACK`, then BF16)."""
+    chain = (PEAK_FOR[precision], *PEAK_FALLBACK.get(precision, ()), PEAK_COLUMN["bf16"])
+    return pl.coalesce([pl.col(column) for column in dict.fromkeys(chain)])
 
 
 def default_kv_heads(attention_dim: int) -> int:
@@ -84,7 +105,7 @@ class ServeScenario:
 
     def __post_init__(self):
         _choice("weight_precision", self.weight_precision, WEIGHT_PRECISIONS)
-        _choice("kv_precision", self.kv_precision, WEIGHT_PRECISIONS[:3])
+        _choice("kv_precision", self.kv_precision, KV_PRECISIONS)
         _number("prompt_tokens", self.prompt_tokens, 1, 2_000_000, integer=True)
         _number("output_tokens", self.output_tokens, 1, 200_000, integer=True)
         if self.requests_per_s is not None and self.tokens_per_day is not None:

@@ -6,9 +6,10 @@ and round: its offline, server and latency rows), from the other systems of the 
 generation), else from the stack's newest remaining round; a stack left with no result falls back to the
 median of the other stacks (``basis`` says which). The mixture-of-experts factor is re-fitted the same way.
 This is the honest error: a result is never predicted from itself. ``by_round`` shows it per round, so
-software drift is visible. One exception, stated: the all-reduce efficiency is fitted on the MLPerf v4.1
-H100 TP2 / H200 TP1 pair and kept for their own rows; NVIDIA's TensorRT-LLM tables at TP 1/2/4/8 (rounds
-"TRT-LLM 0.13" to "1.2", in no fit) are its held-out test.
+software drift is visible. Two exceptions, stated: the all-reduce efficiency is fitted on the MLPerf v4.1
+H100 TP2 / H200 TP1 pair and the FP4 factor on MLPerf v5.0's B200 offline result, and both are kept for those
+systems' own rows; NVIDIA's TensorRT-LLM tables (rounds "TRT-LLM 0.13" to "1.2", in no fit: TP 1/2/4/8 on
+H100/H200, FP4 on B200) are their held-out test.
 
 MLPerf server latencies (TTFT / TPOT, each row's mean or 99th percentile: the round limits the p99) are
 predicted, in the same statistic, at the model's own highest load within the same p99 limits
@@ -25,6 +26,7 @@ system sustained within the limits, so the model's own most is its counterpart.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import polars as pl
@@ -67,9 +69,11 @@ def validate(cat: Catalog, efficiency: ServingEfficiency | None = None) -> pl.Da
     rows = []
     for run in runs.iter_rows(named=True):
         eta_c, basis = _held_out_compute(eff.points, run)
-        moe = moe_factor(eff.points.filter(pl.col("system") != _system(run)))
+        factors = dataclasses.replace(
+            eff.factors(), moe=moe_factor(eff.points.filter(pl.col("system") != _system(run)))
+        )
         bw = eta_bw.get(run["stack"], fallback_bw)
-        detail = published.predict_detail(cat.accelerators, run, bw, eta_c, moe, eff.allreduce)
+        detail = published.predict_detail(cat.accelerators, run, bw, eta_c, factors)
         rows.append(
             {
                 "run_id": run["run_id"],
