@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from workbook import serving
+from workbook import catalog, serving
 from workbook.errors import InputError
 from workbook.model.spec import ModelSpec
 
@@ -116,3 +116,23 @@ def test_the_card_says_how_a_tensor_parallel_replica_is_charged(accelerator, par
     rec = serving.recommend_serving(serving.evaluate_serving(s), s)
     assert rec.best is not None and rec.best["chips_per_replica"] > 1
     assert any(words in reason for reason in rec.reasons), rec.reasons
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "words"),
+    [
+        ("b200", "FP4 matmuls reach {fp4:.0%} of that efficiency, of the chip's FP4 peak"),
+        ("h100-sxm", "This chip has no FP4 matmuls: its FP4 weights are multiplied at the FP8 rate"),
+    ],
+)
+def test_the_card_says_how_fp4_weights_are_multiplied(accelerator, words):
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(70e9),
+        weight_precision="fp4",
+        kv_precision="fp8",
+        requests_per_s=5,
+        accelerators=(accelerator,),
+    )
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    words = words.format(fp4=serving.calibrate(catalog.load()).fp4)  # the fitted factor (0.60 when written)
+    assert rec.best is not None and any(words in reason for reason in rec.reasons), rec.reasons

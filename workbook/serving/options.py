@@ -181,6 +181,7 @@ SERVE_COLUMNS = [
     "tensor_parallel",
     "over_pcie",
     "allreduce_efficiency",
+    "fp4_factor",
     "sequences",
     "chips_per_replica",
     "replicas",

@@ -81,12 +81,25 @@ def _latency_line(o: dict, scenario) -> str:
     )
 
 
-def _stack_line(o: dict) -> str:
+def _stack_line(o: dict, scenario) -> str:
     note = o["stack_note"] or ""
     return (
         f"Software: {o['stack_name']}; its efficiency is {note[0].lower() + note[1:] if note else 'not sourced'}. "
+        + _fp4_words(o, scenario)
         + _engine_words(o)
     )
+
+
+def _fp4_words(o: dict, scenario) -> str:
+    """How FP4 weights are multiplied on the chip, when they are FP4."""
+    if o.get("fp4_factor") is not None:
+        return (
+            f"FP4 matmuls reach {o['fp4_factor']:.0%} of that efficiency, of the chip's FP4 peak (fitted on MLPerf "
+            "v5.0's B200 result). "
+        )
+    if scenario.weight_precision == "fp4":
+        return "This chip has no FP4 matmuls: its FP4 weights are multiplied at the FP8 rate (or BF16 without FP8). "
+    return ""
 
 
 def _engine_words(o: dict) -> str:
@@ -131,7 +144,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"{best['utilisation']:.0%} of what it can sustain within your latency targets (headroom target "
         f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}).",
         _latency_line(best, scenario),
-        _stack_line(best),
+        _stack_line(best, scenario),
         f"Memory per chip: {best['memory_per_chip_gb']:.0f} GB of {best['hbm_gb']:.0f} GB "
         f"(weights {best['weights_gb']:.0f}, KV cache of {best['sequences']:,.0f} sequences in flight "
         f"{best['kv_cache_gb']:.0f}).",

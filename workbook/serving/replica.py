@@ -210,8 +210,8 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors, pipeline_s
     bandwidth = pl.col("hbm_bytes_per_s")
     peak = peak_column(s.weight_precision)
     eta_c = pl.col("eta_c") * (factors.moe if m.active_params < m.params else 1.0)
-    if s.weight_precision == "fp4":  # FP4 matmuls where the chip has them (elsewhere they run at the FP8 rate)
-        eta_c = eta_c * pl.when(pl.col("fp4_flops_per_s").is_not_null()).then(factors.fp4).otherwise(1.0)
+    fp4_matmuls = pl.lit(s.weight_precision == "fp4") & pl.col("fp4_flops_per_s").is_not_null()
+    eta_c = eta_c * pl.when(fp4_matmuls).then(factors.fp4).otherwise(1.0)  # elsewhere FP4 weights run FP8 matmuls
     within_stage = t / pipeline_stages
     allreduce = pl.when(pl.col("kind").is_in(ALLREDUCE_KINDS)).then(factors.allreduce).otherwise(1.0)
     comm = (
@@ -245,6 +245,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors, pipeline_s
         max_sequences = pl.min_horizontal(max_sequences, pl.col(ENGINE_MAX_SEQS).cast(pl.Float64).fill_null(math.inf))
     return frame.with_columns(
         allreduce_efficiency=pl.when(within_stage > 1).then(allreduce),  # null: no all-reduce
+        fp4_factor=pl.when(fp4_matmuls).then(pl.lit(factors.fp4)),  # null: no FP4 matmuls
         prefill_s=prefill_s,
         prefill_tail_s=prefill_tail_s,
         decode_s=decode_s,
