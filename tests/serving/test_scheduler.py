@@ -184,3 +184,22 @@ def test_a_token_budget_caps_offline_throughput(setup):
     step_s = row["tpot_mean_ms"] / 1000
     tokens_per_step = row["requests_per_s_per_replica"] * step_s * s.prompt_tokens + row["sequences"]
     assert budget * 0.95 < tokens_per_step < budget  # the most the budget carries, to the load grid's 1%
+
+
+def test_the_highest_load_within_the_limits_is_refined_between_grid_loads(setup, cat):
+    # The load grid steps by 1%; near the slots' limit the first token's p99 climbs from well inside its target to
+    # past it within one step, so the highest load is refined between the grid's last load within the limits and
+    # the next one: every limit holds there, and one refinement step further one breaks.
+    reps, s = setup
+    run = cat.inference_runs.filter(pl.col("run_id") == LLAMA70_SERVER).row(0, named=True)
+    sched = published.scheduler(run)
+    coarse = replica.limits(replica.load_curve(reps, s, sched))
+    fine = replica.refined_limits(reps, s, sched, coarse)
+    low, high = coarse["max_load_fraction"].item(), fine["max_load_fraction"].item()
+    assert fine.height == coarse.height == 1 and fine["limit"].item() == coarse["limit"].item()
+    step = (replica.LOAD_GRID[1] - replica.LOAD_GRID[0]) / replica.REFINE_STEPS
+    assert low < high < low + replica.LOAD_GRID[0]
+    inside, beyond = (_at(setup, rho, sched) for rho in (high, high + step))
+    assert inside["fits_in_memory"] and inside["meets_ttft"] and inside["meets_tpot"]
+    assert not (beyond["fits_in_memory"] and beyond["meets_ttft"] and beyond["meets_tpot"])
+    assert inside["ttft_ms"] > 1.5 * _at(setup, low, sched)["ttft_ms"]  # the steep edge the 1% grid stepped over

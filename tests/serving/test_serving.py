@@ -178,13 +178,18 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     latency = validation.server_latency(validated)
     assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
     assert set(latency["statistic"]) == {"mean", "p99"}  # every published statistic is compared like with like
-    # Measured when written: 19 of 28 within 30% (17 of the 24 FP8 results, with the KV reads added to the decode
-    # FLOPs, the fitted all-reduce efficiency, Mixtral's measured prompt lengths, TensorRT-LLM's KV cache sized from
-    # free memory and the many-server Erlang C for the slot wait: 14 before; 13 without the prefill-work queue; 11
-    # before the submitters' settings. B200 FP4: TPOT within 6%, TTFT 0.47x mean / 0.32x p99).
+    # Measured when written, at the model's highest load refined between the 1% grid's loads: 18 of 28 within 30%
+    # (19 read on the grid, 17 of 24 FP8 then; 14 before the KV reads were added to the decode FLOPs, the all-reduce
+    # efficiency fitted, Mixtral's prompt lengths measured, TensorRT-LLM's KV cache sized from free memory and the
+    # slot wait taken from the many-server Erlang C; 11 before the submitters' settings). At the edge the p99 first
+    # token sits at its 2 s limit wherever a queue binds; at 1% less traffic (``predicted_near_max``) 20 of 28.
     v50_tpot = latency.filter((pl.col("round") == "MLPerf v5.0") & (pl.col("measure") == "tpot_ms"))
     assert v50_tpot.height == 6 and v50_tpot["within_target"].all()  # H100, H200 (FP8) and B200 (FP4)
-    assert latency["within_target"].sum() >= 19
+    assert latency["within_target"].sum() >= 18
+    near = latency["error_near_max"].abs() <= validation.TARGET_LATENCY
+    assert near.sum() >= 20
+    edge = latency.filter((pl.col("statistic") == "p99") & (pl.col("measure") == "ttft_ms"))
+    assert (edge["predicted_value"] >= edge["predicted_near_max"]).all()  # latency only climbs toward the edge
     # AMD's harness holds queries 300 ms and hands each batch to one GPU: its first tokens take ~1 s, not ~0.3 s.
     amd_ttft = latency.filter((pl.col("accelerator_id") == "mi300x") & (pl.col("measure") == "ttft_ms"))
     assert amd_ttft.height == 2 and amd_ttft["within_target"].all()
@@ -315,16 +320,17 @@ def test_price_ties_between_clouds_come_in_a_fixed_order(cat):
     assert keys.rows() == keys.sort(keys.columns, maintain_order=True).rows()
 
 
-@pytest.mark.parametrize("slots", [16, 64, 1024])
-@pytest.mark.parametrize("busy", [0.5, 0.8, 0.9, 0.95, 0.98])
+@pytest.mark.parametrize("slots", [1, 2, 16, 64, 65, 1024])
+@pytest.mark.parametrize("busy", [0.0, 0.1, 0.5, 0.8, 0.9, 0.95, 0.98])
 def test_the_probability_of_waiting_for_a_slot_is_erlang_c(slots, busy):
-    # Exact Erlang C by the Erlang B recursion, against the many-server form the model uses (floats and
-    # expressions alike).
+    # Exact Erlang C by the Erlang B recursion, against the model's: exact up to 64 slots, the many-server form
+    # above (floats and expressions alike). A lone request never waits.
     load, blocking = slots * busy, 1.0
     for k in range(1, slots + 1):
         blocking = load * blocking / (k + load * blocking)
     exact = blocking / (1 - busy * (1 - blocking))
     approx = sv.waiting_probability(load, slots)
-    assert approx == pytest.approx(exact, abs=0.03 if slots < 64 else 0.013)
+    tolerance = 1e-9 if slots <= sv.EXACT_ERLANG_SLOTS else 0.013
+    assert approx == pytest.approx(exact, abs=tolerance)
     frame = pl.DataFrame({"busy": [load], "slots": [float(slots)]})
     assert frame.select(sv.waiting_probability(pl.col("busy"), pl.col("slots"))).item() == pytest.approx(approx)

@@ -24,7 +24,7 @@ from workbook.serving import replica
 from workbook.serving.calibration import ServingEfficiency, calibrate
 from workbook.serving.scenario import ServeScenario
 
-KEYS = ["accelerator_id", "tensor_parallel"]
+KEYS = replica.KEYS
 ENGINE_COLUMNS = ["max_tokens_per_step", replica.ENGINE_MAX_SEQS, "chunked_prefill", "engine", "engine_source"]
 UNLIMITED_ENGINE = "no verified default for this stack: an engine with no token budget and no batch limit"
 
@@ -111,7 +111,8 @@ def best_configs(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.D
     """Per accelerator: the replica configuration serving the traffic within the headroom with the fewest chips."""
     reps = _replicas(cat, s, eff)
     curve = per_engine(reps, lambda part, sched: replica.load_curve(part, s, sched))
-    lim = replica.limits(curve)
+    coarse = replica.limits(curve)
+    lim = per_engine(reps, lambda part, sched: replica.refined_limits(part, s, sched, coarse))
     demand_rps = s.output_tokens_per_s / s.output_tokens
     frame = (
         reps.join(lim, on=KEYS)

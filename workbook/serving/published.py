@@ -11,6 +11,8 @@ from workbook.model.spec import ModelSpec
 from workbook.serving import replica
 from workbook.serving.scenario import ServeScenario
 
+NEAR_MAX_LOAD = 0.99  # a server result's latencies are also read at 1% less traffic than the model's most
+
 
 def _slots(run: dict) -> int | None:
     """Sequences a replica may hold: the engine's batch limit per micro-batch, times the micro-batches a pipeline
@@ -94,7 +96,9 @@ def predict_detail(
     tokens/s at the highest load within the limits (offline: memory only); TTFT / TPOT (ms), in the row's statistic
     (mean or p99), of a lone request (latency scenario) or, for a server result, at that same highest load within
     the server's p99 limits (``max_load_fraction``). A server result's load is, by MLPerf's rules, the most its
-    system sustained within the limits: its counterpart is the model's own most. For server latencies with a
+    system sustained within the limits: its counterpart is the model's own most. At that edge the limit that binds
+    sits at its value (a queue there grows as 1 / (1 - load)), so the same figure is also read at ``NEAR_MAX_LOAD``
+    of that load (``value_near_max``): how much one percent of traffic moves it. For server latencies with a
     published load, also the reading at that load (:func:`at_published_load`): ``published_load_fraction`` and
     ``value_at_published_load`` (measured, not used: read at the published load, TPOT ~ 1 / (1 - load) turns the
     model's capacity error on the run's system into a several-fold latency error; see the validation module)."""
@@ -104,8 +108,9 @@ def predict_detail(
     reps = _replicas(accelerators, run, eta_bw, eta_c, factors)
     if reps.height == 0:
         return detail
+    lim = replica.refined_limits(reps, s, sched, replica.limits(replica.load_curve(reps, s, sched)))
     best = (
-        reps.join(replica.limits(replica.load_curve(reps, s, sched)), on=["accelerator_id", "tensor_parallel"])
+        reps.join(lim, on=replica.KEYS)
         .filter(pl.col("max_load_fraction").is_not_null())
         .with_columns(
             tokens_per_s=pl.col("max_load_fraction")
@@ -130,6 +135,9 @@ def predict_detail(
         "value": replica.at_load(best, s, rho, sched)[predicted_column(run)].item(),
         "max_load_fraction": best["max_load_fraction"].item() if server else None,
     }
+    if server:
+        near = replica.at_load(best, s, rho * NEAR_MAX_LOAD, sched)
+        detail["value_near_max"] = near[predicted_column(run)].item()
     if server and run["load_tokens_per_s"] is not None:
         detail |= at_published_load(best, run, s, sched)
     return detail

@@ -42,6 +42,8 @@ from workbook.serving.scenario import ServeScenario, peak_column
 
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
 LOAD_GRID = tuple(i / 100 for i in range(1, 100))  # rho, fraction of the replica's capacity
+KEYS = ["accelerator_id", "tensor_parallel"]  # one replica configuration
+REFINE_STEPS = 20  # loads tried between a curve's highest load within the limits and the next one
 ENGINE_MAX_SEQS = "max_seqs"  # optional column of the input frame: the engine's limit on sequences per replica
 # Chips whose tensor-parallel all-reduce runs at the calibrated efficiency: GPUs, where TensorRT-LLM and vLLM
 # all-reduce between the matmuls (NCCL/RCCL or custom kernels, not overlapped with them). TPU and Trainium compilers
@@ -279,7 +281,7 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     step_s = pl.col("_step_s")
     frame = frame.with_columns(_sequences=sv.sequences_in_flight(rps, s.output_tokens, step_s))
     sequences = pl.col("_sequences")
-    slots = pl.col("max_sequences").clip(lower_bound=1)
+    slots = pl.col("max_sequences").floor().clip(lower_bound=1)  # whole sequences
     hold_s = s.output_tokens * step_s
     per_sequence_s = sv.work_per_sequence_step(
         pl.col("prefill_s"), pl.col("decode_s"), pl.col("kv_read_s"), s.output_tokens
@@ -299,11 +301,12 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         _prompt_steps_p=prompt_steps(sched, s.prompt_tokens_tail, sequences),
     )
     busy, queue_s = pl.col("_busy"), pl.col("_queue_s")
-    frame = frame.with_columns(within_token_budget=pl.col("_u") < 1)
+    frame = frame.with_columns(within_token_budget=pl.col("_u") < 1, _waiting=sv.waiting_probability(busy, slots))
+    waiting = pl.col("_waiting")
     frame = frame.with_columns(
         _step_p_s=pl.max_horizontal(step_s, sv.step_percentile_seconds(weights_s, per_sequence_s, busy, slots)),
-        _slot_wait_s=sv.slot_wait_seconds(busy, slots, hold_s),
-        _slot_wait_p_s=sv.slot_wait_percentile_seconds(busy, slots, hold_s),
+        _slot_wait_s=sv.slot_wait_seconds(busy, slots, hold_s, waiting=waiting),
+        _slot_wait_p_s=sv.slot_wait_percentile_seconds(busy, slots, hold_s, waiting=waiting),
     )
     step_p_s, work_s, load_p = pl.col("_step_p_s"), pl.col("_work_s"), pl.col("_prefill_load")
     # The prompts ahead hold it back by their token count (the step budget) or by their prefill work, whichever
@@ -345,11 +348,15 @@ def load_curve(frame: pl.DataFrame, s: ServeScenario, sched: Scheduler = Schedul
     return at_load(frame.join(grid, how="cross"), s, pl.col("rho"), sched).drop("rho")
 
 
+def _ok() -> pl.Expr:
+    return pl.col("fits_in_memory") & pl.col("within_token_budget") & pl.col("meets_ttft") & pl.col("meets_tpot")
+
+
 def limits(curve: pl.DataFrame) -> pl.DataFrame:
-    """Per configuration, the highest load meeting memory and both targets (``max_load_fraction``, null if none),
-    and which limit binds first as load rises (``limit``)."""
-    ok = pl.col("fits_in_memory") & pl.col("within_token_budget") & pl.col("meets_ttft") & pl.col("meets_tpot")
-    keys = ["accelerator_id", "tensor_parallel"]
+    """Per configuration, the highest load of the curve meeting memory and both targets (``max_load_fraction``,
+    null if none), and which limit binds first as load rises (``limit``)."""
+    ok = _ok()
+    keys = KEYS
     binding = (
         pl.when(~pl.col("fits_in_memory"))
         .then(pl.lit("memory"))
@@ -373,3 +380,29 @@ def limits(curve: pl.DataFrame) -> pl.DataFrame:
         )
     )
     return summary
+
+
+def refined_limits(frame: pl.DataFrame, s: ServeScenario, sched: Scheduler, lim: pl.DataFrame) -> pl.DataFrame:
+    """``lim`` (:func:`limits`) for the configurations of ``frame``, each ``max_load_fraction`` refined between it
+    and the curve's next load in ``REFINE_STEPS`` steps: the highest load before the first that breaks a limit.
+    Near a limit latency climbs steeply (queues for a slot or for the step's token budget grow as 1 / (1 - load)),
+    so one grid step can span a first token well inside its target and one past it; read at the coarse load, a
+    replica looks less loaded (and its latency lower) than the limits allow."""
+    lim = lim.join(frame.select(KEYS), on=KEYS, how="semi")
+    step = LOAD_GRID[1] - LOAD_GRID[0]
+    offsets = pl.DataFrame({"_offset": [step * k / REFINE_STEPS for k in range(1, REFINE_STEPS)]})
+    start = frame.join(lim.select(*KEYS, "max_load_fraction"), on=KEYS).filter(
+        pl.col("max_load_fraction") < LOAD_GRID[-1]
+    )
+    if start.height == 0:
+        return lim
+    fine = at_load(start.join(offsets, how="cross"), s, pl.col("max_load_fraction") + pl.col("_offset"), sched).sort(
+        [*KEYS, "_offset"]
+    )
+    within = _ok().cast(pl.Int8).cum_min().over(KEYS) == 1  # every load up to this one meets the limits
+    refined = fine.group_by(KEYS).agg(pl.col("_offset").filter(within).max().alias("_gain"))
+    return (
+        lim.join(refined, on=KEYS, how="left")
+        .with_columns(max_load_fraction=pl.col("max_load_fraction") + pl.col("_gain").fill_null(0.0))
+        .drop("_gain")
+    )
