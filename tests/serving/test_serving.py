@@ -207,6 +207,17 @@ def test_latency_at_a_known_client_concurrency(cat, validated):
     assert queued.height == 3 and queued["saturated"].all() and queued["within_target"].all()
 
 
+@settings(max_examples=60, deadline=None)
+@given(slots=st.integers(1, 3000), low=st.floats(0.0, 0.98), high=st.floats(0.0, 0.98))
+def test_the_probability_of_waiting_is_a_probability_that_grows_with_load(slots, low, high):
+    # Over the exact range (<= 64 slots) and the many-server one alike, as floats and as expressions.
+    low, high = sorted((low, high))
+    frame = pl.DataFrame({"busy": [slots * low, slots * high], "slots": [float(slots)] * 2})
+    waits = frame.select(sv.waiting_probability(pl.col("busy"), pl.col("slots")))["busy"].to_list()
+    assert 0.0 <= waits[0] <= waits[1] + 1e-12 <= 1.0 + 1e-12
+    assert waits == pytest.approx([sv.waiting_probability(slots * f, slots) for f in (low, high)], abs=1e-6)
+
+
 def test_a_lone_request_waits_for_no_slot(validated):
     # One request at a time (NIM 1.8.0, 70B FP8 on 2 H100, 5,000-token prompt): nothing is queued, so its first
     # token is the prefill and a step. Measured when written: 356 ms predicted vs 407 ms published; 2,434 ms while
