@@ -24,11 +24,10 @@
 * Time to first token = the rest of the running step (half a step on average) + the prompt's prefill + the step
   that emits the first token, plus the wait for a free sequence slot: the replica holds at most S sequences
   (memory, or the server's batch limit) and each holds its slot for O steps, an M/M/c queue with c = S servers
-  (Erlang C in Halfin and Whitt's many-server form; negligible until the slots are nearly all taken), plus the
-  wait for the prefill
-  of the prompts ahead: steps that carry prompts last longer and a prompt more often arrives during one, an
-  M/G/1 queue of prefill work (:func:`prefill_wait_seconds`; it matters for long prompts: 5,000-token prompts on
-  a 70B TP2 replica wait ~0.2 s at 70% load).
+  (Erlang C: exact up to 64 slots, in Halfin and Whitt's many-server form above; negligible until the slots are
+  nearly all taken), plus the wait for the prefill of the prompts ahead: steps that carry prompts last longer and
+  a prompt more often arrives during one, an M/G/1 queue of prefill work (:func:`prefill_wait_seconds`; it
+  matters for long prompts: 5,000-token prompts on a 70B TP2 replica wait ~0.2 s at 70% load).
 
 Percentiles (latency targets, like MLPerf's server limits, are 99th percentiles: ``LATENCY_PERCENTILE``):
 * A step carries the weights once plus each sequence's share of the work (its decode, its KV reads and, through
