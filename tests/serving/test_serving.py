@@ -167,8 +167,10 @@ def test_validation_on_newest_fp8_bf16_results_held_out(validated):
     assert {"mlperf50-h200x8-llama2-70b-offline", "mlperf51-mi300x8-llama2-70b-offline"} <= set(newest["run_id"])
     assert newest.height >= 5 and newest["predicted_value"].is_not_null().all()
     # Measured when written (each result predicted without its own system; newest round per stack and benchmark
-    # series, so TensorRT-LLM 1.2's tables count beside MLPerf v5.0): 13 results, median 0.077, worst 0.169
-    # (Mixtral on H200, MLPerf v5.0); TensorRT-LLM 1.2 on H200 TP2, 1k to 32k prompts, within 16%.
+    # series, so TensorRT-LLM 1.2's tables count beside MLPerf v5.0): 13 results, median 0.074, worst 0.294
+    # (Mixtral on H200, MLPerf v5.0: 0.169 before H100's Mixtral offline row took NVIDIA's published TP2 layout,
+    # where the model is 0.79x, and moved the held-out mixture-of-experts factor); TensorRT-LLM 1.2 on H200 TP2,
+    # 1k to 32k prompts, within 16%.
     assert {"MLPerf v5.0", "TRT-LLM 1.2 perf overview"} <= set(newest["round"])
     assert newest["abs_error"].median() <= validation.TARGET_THROUGHPUT_MEDIAN
     assert newest["abs_error"].max() <= validation.TARGET_THROUGHPUT_WORST
