@@ -86,9 +86,13 @@ def test_the_engine_batch_limit_caps_sequences_and_the_users_limit_replaces_it(c
     # 8B on H100 holds thousands of sequences in memory: TensorRT-LLM's 2048 and vLLM's 1024 bind first.
     small = dict(model=ModelSpec.from_params(8e9), prompt_tokens=500, requests_per_s=50, accelerators=("h100-sxm",))
     reps = options._replicas(cat, serving.ServeScenario(**small), eff)
-    assert reps.height > 0 and (reps["max_sequences"] <= 2048).all() and (reps["max_sequences"] == 2048).any()
+    # per pipeline micro-batch: a replica of two nodes in a pipeline holds two batches
+    limit = 2048 * reps["pipeline_parallel"]
+    assert reps.height > 0 and (reps["max_sequences"] <= limit).all() and (reps["max_sequences"] == limit).any()
+    assert (reps.filter(pl.col("pipeline_parallel") == 2)["max_sequences"] == 4096).all()
     generic = options._replicas(cat, serving.ServeScenario(**small, stack_choice="generic"), eff)
-    assert (generic["max_sequences"] <= 1024).all() and (generic["max_sequences"] == 1024).any()
+    assert (generic["max_sequences"] <= 1024 * generic["pipeline_parallel"]).all()
+    assert (generic["max_sequences"] == 1024).any()
     mine = options._replicas(cat, serving.ServeScenario(**small, max_batch=4096), eff)
     assert (mine["max_seqs"] == 4096).all() and (mine["max_sequences"] > 2048).any()
 

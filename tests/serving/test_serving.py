@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from workbook import catalog, serving
 from workbook.model import serving as sv
-from workbook.serving import published, validation
+from workbook.serving import options, published, replica, validation
+from workbook.serving.calibration import calibrate
 from workbook.training.scenario import ModelSpec
 
 
@@ -145,9 +146,40 @@ def test_impossible_latency_says_why():
 
 
 def test_model_too_big_to_fit_says_why():
-    frame = serving.evaluate_serving(_scenario(model=ModelSpec.from_params(400e9), accelerators=("l4",)))
+    # 2T parameters in FP8 need 2 TB: more than a pipeline of 8 nodes of 8 L4s (24 GB each) holds
+    frame = serving.evaluate_serving(_scenario(model=ModelSpec.from_params(2000e9), accelerators=("l4",)))
     assert frame.height > 0 and not frame["feasible"].any()
-    assert frame["infeasible_reason"].str.contains("do not fit").all()
+    assert frame["infeasible_reason"].str.contains("do not fit even in a replica of 64 chips").all()
+
+
+def test_a_model_too_large_for_one_node_is_served_by_a_pipeline_of_nodes(cat):
+    # DeepSeek-V3's 671B in FP8 need more than one node of 8 H100s (640 GB); it is served on two (vLLM's layout:
+    # tensor parallel within a node, pipeline parallel across nodes).
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(671e9, active_params=37e9), requests_per_s=2, accelerators=("h100-sxm",)
+    )
+    frame = serving.evaluate_serving(s, cat)
+    best = frame.row(0, named=True)
+    assert best["feasible"], best["infeasible_reason"]
+    assert best["pipeline_parallel"] >= 2 and best["chips_per_replica"] == 8 * best["pipeline_parallel"]
+    assert best["layout"] == f"TP8 x PP{best['pipeline_parallel']}" and best["memory_per_chip_gb"] <= 80
+    rec = serving.recommend_serving(frame, s)
+    assert any(f"a pipeline of {best['pipeline_parallel']} nodes of 8 over the 400 Gb/s" in r for r in rec.reasons)
+
+
+def test_a_pipeline_of_two_nodes_doubles_capacity_not_the_time_per_token(cat):
+    # Half the layers per chip, read one stage after the other: a lone token takes as long as on one node,
+    # while two micro-batches keep both nodes busy.
+    s = _scenario(model=ModelSpec.from_params(70e9), accelerators=("h100-sxm",))
+    eff = calibrate(cat)
+    every = replica.replicas(replica.configs(options._accelerators(cat, s, eff)), s, eff.factors())
+    assert (options._replicas(cat, s, eff)["pipeline_parallel"] == 1).all()  # 70B fits in one node: it stays there
+    reps = every.filter(pl.col("tensor_parallel").is_in([8, 16]))
+    rows = options.per_engine(reps, lambda part, sched: replica.at_load(part, s, pl.lit(0.01), sched))
+    one, two = (rows.filter(pl.col("pipeline_parallel") == k).row(0, named=True) for k in (1, 2))
+    assert two["tensor_parallel"] == 16
+    assert two["tpot_mean_ms"] == pytest.approx(one["tpot_mean_ms"], rel=0.05)
+    assert two["capacity_rps"] == pytest.approx(2 * one["capacity_rps"], rel=0.1)
 
 
 def test_every_offered_accelerator_gets_an_answer(cat):

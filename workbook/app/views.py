@@ -147,6 +147,15 @@ def serving_card(rec, model_label: str = "") -> str:
     return present.card(rec.headline, label + warnings + present.items(rec.reasons) + ruled_out)
 
 
+def _replicas_cell(option: dict) -> str:
+    """Replicas x chips each, and the pipeline's nodes when a replica spans several."""
+    if option["replicas"] is None:
+        return "–"
+    stages = option.get("pipeline_parallel") or 1
+    nodes = f" ({stages} nodes)" if stages > 1 else ""
+    return f"{option['replicas']:,} x {option['chips_per_replica']}{nodes}"
+
+
 def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
     head = [
         "Accelerator",
@@ -167,7 +176,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
             r["stack_name"],
             r["cloud"] or "–",
             _pricing(r),
-            "–" if r["replicas"] is None else f"{r['replicas']:,} x {r['chips_per_replica']}",
+            _replicas_cell(r),
             f"{r['utilisation']:.0%}" if r["feasible"] else "–",
             f"{r['ttft_ms']:,.0f} ms, {r['tpot_ms']:.1f} ms",
             "–" if r["usd_per_million_tokens"] is None else f"${r['usd_per_million_tokens']:,.2f}",

@@ -143,7 +143,7 @@ def tradeoff_datasets(
     data = (
         keyed(curve.with_columns(cloud=pl.lit(""), pricing_model=pl.lit("")), key)
         .with_columns(
-            option=pl.format("{} (TP{})", short_name(pl.col("name")), pl.col("tensor_parallel")),
+            option=pl.format("{} ({})", short_name(pl.col("name")), pl.col("layout")),
             load_pct=pl.col("load_fraction") * 100,
         )
         .filter((pl.col("load_pct").round(0) % 5) == 0)  # every 5%: enough points for the curve

@@ -117,6 +117,13 @@ def allreduce_seconds_per_token(n_layers, hidden_dim, chips, link_bytes_per_s, e
     return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / one_way
 
 
+def pipeline_hop_seconds_per_token(stages, hidden_dim, one_way_bytes_per_s):
+    """Pipeline parallel: each of the stages - 1 boundaries sends the token's hidden state (BF16) to the next
+    stage's chips at the link's one-way bandwidth; not overlapped with the stages' work (conservative: it is small,
+    32 KB per token for a 16k-wide model, 0.7 us at 400 Gb/s)."""
+    return (stages - 1) * hidden_dim * ACTIVATION_BYTES / one_way_bytes_per_s
+
+
 def request_seconds(shape, prompt_tokens, output_tokens, chips, peak, eta_c, comm_per_token, prompt_tokens_squared):
     """(prefill, decode) replica-seconds of compute one request costs: the matmuls' 2 N_active per token plus
     attention (:mod:`workbook.model.flops`: quadratic in the prompt for prefill, over the mean context P + O/2 for

@@ -4,8 +4,10 @@ For every accelerator the model tries the tensor-parallel degrees a replica can 
 one's capacity (the highest load that fits in memory and meets the time-to-first-token and per-token targets,
 with prefill interleaved into decode steps), and sizes **independent replicas** so that each runs at most the
 headroom target of that capacity: replicas = ceil(traffic / (headroom x capacity)). No training-cluster cap
-applies: replicas do not talk to each other. The configuration with the fewest chips wins (ties: the most
-throughput per chip). Latencies are reported at the load the traffic actually puts on each replica.
+applies: replicas do not talk to each other. A model that does not fit in one node (weights and one sequence's
+KV cache) is served by a pipeline of nodes (:data:`replica.PIPELINE_CANDIDATES`), as vLLM's guide says to; where
+it fits, replicas stay within a node. The configuration with the fewest chips wins (ties: the most throughput per
+chip). Latencies are reported at the load the traffic actually puts on each replica.
 Efficiencies come from the vendor's chosen software stack (:mod:`workbook.serving.calibration`), and so do the
 engine's scheduler settings: each stack's documented defaults (``data/serving_engine_defaults.csv``: per-step
 token budget, batch limit, chunked prefill; a stack with no verified default runs an unlimited engine, and the
@@ -57,24 +59,35 @@ def with_engine(acc: pl.DataFrame, defaults: pl.DataFrame, s: ServeScenario) -> 
 
 def per_engine(frame: pl.DataFrame, run) -> pl.DataFrame:
     """``run(part, scheduler)`` on the rows of each stack and engine setting, with that engine's scheduler."""
-    keys = ["stack", "max_tokens_per_step", "chunked_prefill"]
+    keys = ["stack", "max_tokens_per_step", "chunked_prefill", "pipeline_parallel"]
     if frame.height == 0:
         return run(frame, replica.Scheduler())
     parts = [
-        run(part, replica.engine(stack, tokens, chunked))
-        for (stack, tokens, chunked), part in frame.group_by(keys, maintain_order=True)
+        run(part, replica.engine(stack, tokens, chunked, pipeline_stages=stages))
+        for (stack, tokens, chunked, stages), part in frame.group_by(keys, maintain_order=True)
     ]
     return pl.concat(parts, how="diagonal_relaxed")
 
 
 def _replicas(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.DataFrame:
+    return within_a_node_where_it_fits(replica.replicas(replica.configs(_accelerators(cat, s, eff)), s, eff.factors()))
+
+
+def _accelerators(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.DataFrame:
+    """The scenario's accelerators with their stack's efficiencies and engine defaults."""
     acc = cat.accelerators
     if s.accelerators:
         acc = acc.filter(pl.col("accelerator_id").is_in(list(s.accelerators)))
     acc = with_engine(eff.for_accelerators(acc, s.stack_choice), cat.serving_engine_defaults, s)
     if s.efficiency_override is not None:
         acc = acc.with_columns(eta_bw=pl.lit(s.efficiency_override), eta_c=pl.lit(s.efficiency_override))
-    return replica.replicas(replica.configs(acc), s, eff.factors())
+    return acc
+
+
+def within_a_node_where_it_fits(reps: pl.DataFrame) -> pl.DataFrame:
+    """``reps`` less the pipelines of nodes of the accelerators where one node holds the model and a sequence."""
+    fits = reps.filter((pl.col("pipeline_parallel") == 1) & (pl.col("max_sequences") >= 1))["accelerator_id"]
+    return reps.filter((pl.col("pipeline_parallel") == 1) | ~pl.col("accelerator_id").is_in(fits.unique().to_list()))
 
 
 def _why_not(s: ServeScenario) -> pl.Expr:
@@ -180,7 +193,10 @@ SERVE_COLUMNS = [
     "chunked_prefill",
     "engine_source",
     "tensor_parallel",
+    "pipeline_parallel",
+    "layout",
     "over_pcie",
+    "scaleout_bytes_per_s",
     "allreduce_efficiency",
     "fp4_factor",
     "sequences",
@@ -230,6 +246,7 @@ def evaluate_serving(
     demand = s.output_tokens_per_s
     frame = best_configs(cat, s, eff).with_columns(
         chips_per_replica=pl.col("tensor_parallel"),
+        layout=replica.layout(),
         capacity_tokens_per_s_per_replica=pl.col("capacity_within_targets_rps") * s.output_tokens,
         headroom=pl.lit(s.headroom),
     )
@@ -281,6 +298,13 @@ def batch_curve(
         per_engine(reps, lambda part, sched: replica.load_curve(part, s, sched))
         .filter(pl.col("fits_in_memory"))
         .select(
-            "accelerator_id", "name", "tensor_parallel", "load_fraction", "tpot_ms", "ttft_ms", "tokens_per_s_per_chip"
+            "accelerator_id",
+            "name",
+            "tensor_parallel",
+            replica.layout().alias("layout"),
+            "load_fraction",
+            "tpot_ms",
+            "ttft_ms",
+            "tokens_per_s_per_chip",
         )
     )

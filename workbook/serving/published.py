@@ -77,11 +77,14 @@ def _replicas(
         eta_bw=pl.lit(eta_bw), eta_c=pl.lit(eta_c), stack=pl.lit(run["stack"])
     )
     frame = replica.configs(acc).filter(
-        (pl.col("tensor_parallel") <= run["chips"]) & (run["chips"] % pl.col("tensor_parallel") == 0)
+        (pl.col("pipeline_parallel") == 1)
+        & (pl.col("tensor_parallel") <= run["chips"])
+        & (run["chips"] % pl.col("tensor_parallel") == 0)
     )
     if run["tensor_parallel"]:
         frame = frame.filter(pl.col("tensor_parallel") == run["tensor_parallel"])
-    return replica.replicas(frame, scenario(run), factors, run.get("pipeline_parallel") or 1)
+    frame = frame.with_columns(pipeline_parallel=pl.lit(run.get("pipeline_parallel") or 1))
+    return replica.replicas(frame, scenario(run), factors)
 
 
 def predict(accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, factors: replica.Factors) -> float:

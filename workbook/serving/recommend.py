@@ -36,7 +36,21 @@ class ServingRecommendation:
 
 
 def _replica_line(o: dict) -> str:
-    return f"{count(o['replicas'], 'independent replica')} of {count(o['chips_per_replica'], 'chip')}{_link_words(o)}"
+    words = [w for w in (_pipeline_words(o), _link_words(o)) if w]
+    detail = f" ({'; '.join(words)})" if words else ""
+    return f"{count(o['replicas'], 'independent replica')} of {count(o['chips_per_replica'], 'chip')}{detail}"
+
+
+def _pipeline_words(o: dict) -> str:
+    """A replica spread over nodes: how many, and what the pipeline costs."""
+    stages = o.get("pipeline_parallel") or 1
+    if stages == 1:
+        return ""
+    return (
+        f"a pipeline of {stages} nodes of {o['chips_per_replica'] // stages} over the "
+        f"{o['scaleout_bytes_per_s'] * 8 / 1e9:,.0f} Gb/s network, as the model does not fit in one node: each "
+        "token passes every stage in turn, so each stage's weight read adds to the time per token"
+    )
 
 
 def _link_words(o: dict) -> str:
@@ -44,11 +58,12 @@ def _link_words(o: dict) -> str:
     if o.get("allreduce_efficiency") is None:
         return ""
     link = " over PCIe" if o["over_pcie"] else ""
+    where = " within each node" if (o.get("pipeline_parallel") or 1) > 1 else ""
     if o["allreduce_efficiency"] < 1:
         speed = f"{o['allreduce_efficiency']:.0%} of the link's one-way speed, as measured on MLPerf"
     else:
         speed = "the link's full one-way speed (the compiler overlaps collectives with the matmuls)"
-    return f" (tensor parallel{link}: its all-reduces are charged at {speed})"
+    return f"tensor parallel{link}{where}: its all-reduces are charged at {speed}"
 
 
 def _warnings(o: dict, scenario) -> list[str]:

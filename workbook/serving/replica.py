@@ -41,6 +41,12 @@ from workbook.model.units import HEAD_DIM
 from workbook.serving.scenario import ServeScenario, peak_column
 
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
+# A model too large for one node is served by a pipeline of nodes: tensor parallel within each node, pipeline
+# parallel across them (vLLM, "Distributed inference and serving": "the tensor parallel size is the number of GPUs
+# you want to use in each node, and the pipeline parallel size is the number of nodes"; TensorRT-LLM and SGLang
+# likewise). Only where a node is small: a TPU slice or an NVL72 rack already holds a replica of 64 chips.
+PIPELINE_CANDIDATES = (2, 4, 8)
+MAX_NODE_CHIPS = 16
 LOAD_GRID = tuple(i / 100 for i in range(1, 100))  # rho, fraction of the replica's capacity
 KEYS = ["accelerator_id", "tensor_parallel"]  # one replica configuration
 REFINE_STEPS = 20  # loads tried between a curve's highest load within the limits and the next one
@@ -174,17 +180,26 @@ def dispatch_burst_tokens(sched: Scheduler, rps: pl.Expr, s: ServeScenario, perc
 
 
 def configs(accelerators: pl.DataFrame) -> pl.DataFrame:
-    """Accelerators x tensor-parallel degrees a replica can use."""
-    limit = (
-        pl.when(pl.col("scaleup_domain_chips") <= 1)
-        .then(pl.col("block_chips"))
-        .otherwise(pl.col("scaleup_domain_chips"))
-    )
+    """Accelerators x replica layouts: ``tensor_parallel`` chips in one scale-up domain (``pipeline_parallel``
+    1), and, where a whole domain is a node of at most :data:`MAX_NODE_CHIPS` chips, ``pipeline_parallel`` such
+    nodes in a pipeline over the scale-out network (``tensor_parallel`` = all the replica's chips)."""
+    limit = node_chips()
     grid = pl.DataFrame({"tensor_parallel": TP_CANDIDATES})
-    return (
+    within = (
         accelerators.join(grid, how="cross")
         .filter(pl.col("tensor_parallel") <= limit)
-        .with_columns(over_pcie=(pl.col("scaleup_domain_chips") <= 1) & (pl.col("tensor_parallel") > 1))
+        .with_columns(pipeline_parallel=pl.lit(1, dtype=pl.Int64))
+    )
+    nodes = (
+        accelerators.filter(limit.is_in(TP_CANDIDATES) & (limit <= MAX_NODE_CHIPS))
+        .join(
+            pl.DataFrame({"pipeline_parallel": PIPELINE_CANDIDATES}, schema={"pipeline_parallel": pl.Int64}),
+            how="cross",
+        )
+        .with_columns(tensor_parallel=limit * pl.col("pipeline_parallel"))
+    )
+    return pl.concat([within, nodes.select(within.columns)]).with_columns(
+        over_pcie=(pl.col("scaleup_domain_chips") <= 1) & (pl.col("tensor_parallel") > pl.col("pipeline_parallel"))
     )
 
 
@@ -200,11 +215,32 @@ def kv_room_bytes(frame: pl.DataFrame, s: ServeScenario, weights_bytes: pl.Expr)
     return pl.when(pl.col("stack").is_in(KV_FROM_FREE_MEMORY)).then(of_free).otherwise(of_total)
 
 
-def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors, pipeline_stages: int = 1) -> pl.DataFrame:
+def node_chips() -> pl.Expr:
+    """Chips one scale-up domain joins: the NVLink (or ICI) domain, or a server of PCIe cards."""
+    return (
+        pl.when(pl.col("scaleup_domain_chips") <= 1)
+        .then(pl.col("block_chips"))
+        .otherwise(pl.col("scaleup_domain_chips"))
+    )
+
+
+def layout() -> pl.Expr:
+    """A replica's layout in words: "TP8", or "TP8 x PP2" for a pipeline of two 8-chip stages."""
+    stages = pl.col("pipeline_parallel")
+    within = (pl.col("tensor_parallel") // stages).cast(pl.Int64)
+    return (
+        pl.when(stages > 1)
+        .then(pl.format("TP{} x PP{}", within, stages))
+        .otherwise(pl.format("TP{}", pl.col("tensor_parallel")))
+    )
+
+
+def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.DataFrame:
     """Per configuration: the replica-seconds one request costs (and the p99 prompt's prefill alone), capacity,
-    weights time, memory room. The ``tensor_parallel`` chips of a replica may form ``pipeline_stages`` stages (each
-    holding its layers on tensor_parallel / stages chips): only the chips within a stage all-reduce, over that
-    stage's layers."""
+    weights time, memory room. The ``tensor_parallel`` chips of a replica may form ``pipeline_parallel`` stages
+    (column; 1 if absent), each holding its layers on tensor_parallel / stages chips: only the chips within a stage
+    all-reduce, over that stage's layers, and each token's hidden state passes from stage to stage, over the
+    scale-up link inside a node and the scale-out network between nodes."""
     m = s.model
     w_bytes = sv.BYTES_PER_ELEMENT[s.weight_precision]
     kv_token = sv.kv_bytes_per_token(m.n_layers, s.kv_heads, HEAD_DIM, sv.BYTES_PER_ELEMENT[s.kv_precision])
@@ -214,13 +250,19 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors, pipeline_s
     eta_c = pl.col("eta_c") * (factors.moe if m.active_params < m.params else 1.0)
     fp4_matmuls = pl.lit(s.weight_precision == "fp4") & pl.col("fp4_flops_per_s").is_not_null()
     eta_c = eta_c * pl.when(fp4_matmuls).then(factors.fp4).otherwise(1.0)  # elsewhere FP4 weights run FP8 matmuls
-    within_stage = t / pipeline_stages
+    stages = pl.col("pipeline_parallel").cast(pl.Float64) if "pipeline_parallel" in frame.columns else pl.lit(1.0)
+    within_stage = t / stages
     allreduce = pl.when(pl.col("kind").is_in(ALLREDUCE_KINDS)).then(factors.allreduce).otherwise(1.0)
+    hop_link = (
+        pl.when(pl.col("tensor_parallel") <= node_chips())
+        .then(pl.col("scaleup_bytes_per_s") / sv.LINK_DIRECTIONS)
+        .otherwise(pl.col("scaleout_bytes_per_s"))
+    )
     comm = (
         pl.when(within_stage > 1)
         .then(
             sv.allreduce_seconds_per_token(
-                m.n_layers / pipeline_stages,
+                m.n_layers / stages,
                 m.hidden_dim,
                 within_stage,
                 pl.col("scaleup_bytes_per_s"),
@@ -228,7 +270,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors, pipeline_s
             )
         )
         .otherwise(0.0)
-    )
+    ) + sv.pipeline_hop_seconds_per_token(stages, m.hidden_dim, hop_link)
     shape = (m.active_params, m.n_layers, m.attention_dim)
     prefill_s, decode_s = sv.request_seconds(
         shape, s.prompt_tokens, s.output_tokens, t, peak, eta_c, comm, prompt_second_moment(s)
@@ -243,8 +285,9 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors, pipeline_s
     max_sequences = kv_room_bytes(frame, s, weights_bytes) * t / kv_sequence
     if s.max_batch is not None:  # the user's limit replaces the engine's
         max_sequences = pl.min_horizontal(max_sequences, pl.lit(float(s.max_batch)))
-    elif ENGINE_MAX_SEQS in frame.columns:  # the engine's batch limit (null: none)
-        max_sequences = pl.min_horizontal(max_sequences, pl.col(ENGINE_MAX_SEQS).cast(pl.Float64).fill_null(math.inf))
+    elif ENGINE_MAX_SEQS in frame.columns:  # the engine's batch limit (null: none), per pipeline micro-batch
+        engine_limit = pl.col(ENGINE_MAX_SEQS).cast(pl.Float64).fill_null(math.inf) * stages
+        max_sequences = pl.min_horizontal(max_sequences, engine_limit)
     return frame.with_columns(
         allreduce_efficiency=pl.when(within_stage > 1).then(allreduce),  # null: no all-reduce
         fp4_factor=pl.when(fp4_matmuls).then(pl.lit(factors.fp4)),  # null: no FP4 matmuls
