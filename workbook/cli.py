@@ -235,6 +235,11 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         default="best",
         help="software: each vendor's best published stack (default) or a generic open-source one",
     )
+    p.add_argument(
+        "--disaggregation",
+        action="store_true",
+        help="also consider separate prefill and decode replicas, chosen where they need fewer chips",
+    )
 
 
 @functools.cache  # built once per process: parsing leaves it unchanged (no list defaults, no append actions)
@@ -369,6 +374,7 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
             clouds=(args.cloud,) if args.cloud else (),
             headroom=args.headroom,
             stack_choice=args.stack,
+            disaggregation=args.disaggregation,
         )
     except InputError as err:
         raise _flag_error(err) from None
@@ -390,6 +396,11 @@ SERVE_KEYS = [
     "layout",
     "pipeline_parallel",
     "over_pcie",
+    "disaggregated",
+    "prefill_replicas",
+    "prefill_chips_per_replica",
+    "prefill_utilisation",
+    "kv_transfer_ms",
     "replicas",
     "chips",
     "sequences",

@@ -48,6 +48,7 @@ SERVE_CHANGES = {
     "ttft_ms": 900.0,
     "tpot_ms": 30.0,
     "headroom_pct": 60,
+    "disaggregation": True,
     "stack": "generic",
     "pricing": "commit-1y",
     "cloud": "aws",
@@ -184,7 +185,7 @@ def test_brief_includes_the_serving_answer(scenario, served):
     for part in (
         "<h2>Serving</h2>",
         html.escape(served.headline),
-        f"{best['replicas']:,} independent replicas x {best['chips_per_replica']} chip",
+        f"{best['replicas']:,} independent replicas of {best['chips_per_replica']} chip",
         f"{usd(best['usd_per_month'])} a month (",
         per_million_tokens(best["usd_per_million_tokens"]),
         f"runs at {best['utilisation']:.0%} of what it sustains within the targets (headroom target 75%)",

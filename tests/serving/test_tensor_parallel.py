@@ -7,22 +7,10 @@ import math
 import polars as pl
 import pytest
 
-from workbook import catalog
 from workbook.serving import calibration, published, replica
-from workbook.serving.calibration import calibrate
 
 H100_TP2 = "mlperf41-h100x8-llama2-70b-offline"
 H200_TP1 = "mlperf41-h200x8-llama2-70b-offline"
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return catalog.load()
-
-
-@pytest.fixture(scope="module")
-def eff(cat):
-    return calibrate(cat)
 
 
 def _runs(cat, **where) -> list[dict]:

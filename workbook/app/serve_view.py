@@ -67,6 +67,9 @@ class ServeView:
                 round(serving.scenario.MAX_HEADROOM * 100),
                 layout=WIDE,
             ),
+            "disaggregation": w.Checkbox(
+                value=False, description="Consider separate prefill and decode replicas (where cheaper)"
+            ),
             "stack": w.ToggleButtons(
                 options=[("Best published stack", "best"), ("Generic open-source stack", "generic")],
                 value="best",
@@ -114,6 +117,7 @@ class ServeView:
             c["ttft_ms"],
             c["tpot_ms"],
             c["headroom_pct"],
+            c["disaggregation"],
             w.HTML("<b>Where</b>"),
             c["stack"],
             c["pricing"],
@@ -152,6 +156,7 @@ class ServeView:
                 clouds=() if v["cloud"] == "any" else (v["cloud"],),
                 headroom=v["headroom_pct"] / 100,
                 stack_choice=v["stack"],
+                disaggregation=v["disaggregation"],
             )
         except InputError as err:  # name the control as the page labels it, unit included
             control = self.controls.get(CONTROL_OF_FIELD.get(err.field, err.field))

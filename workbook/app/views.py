@@ -153,7 +153,10 @@ def _replicas_cell(option: dict) -> str:
         return "–"
     stages = option.get("pipeline_parallel") or 1
     nodes = f" ({stages} nodes)" if stages > 1 else ""
-    return f"{option['replicas']:,} x {option['chips_per_replica']}{nodes}"
+    replicas = f"{option['replicas']:,} x {option['chips_per_replica']}{nodes}"
+    if option.get("disaggregated"):
+        return f"prefill {option['prefill_replicas']:,} x {option['prefill_chips_per_replica']}, decode {replicas}"
+    return replicas
 
 
 def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:

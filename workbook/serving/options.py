@@ -22,7 +22,7 @@ from workbook import catalog as catalog_mod
 from workbook.catalog import Catalog
 from workbook.model import cost
 from workbook.model.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
-from workbook.serving import replica
+from workbook.serving import disaggregated, replica
 from workbook.serving.calibration import ServingEfficiency, calibrate
 from workbook.serving.scenario import ServeScenario
 
@@ -166,10 +166,17 @@ def best_configs(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.D
     )
     actual = (demand_rps / pl.col("replicas") / pl.col("capacity_rps")).fill_null(pl.col("max_load_fraction"))
     rho = pl.when(actual < 1).then(actual).otherwise(0.99)
-    at = per_engine(chosen, lambda part, sched: replica.at_load(part, s, rho, sched))
-    return at.join(summary, on="accelerator_id").with_columns(
+    at = per_engine(chosen, lambda part, sched: replica.at_load(part, s, rho, sched)).with_columns(
         utilisation=pl.col("requests_per_s_per_replica") / pl.col("capacity_within_targets_rps"),
-        serve_reason=_why_not(s),
+        chip_seconds_per_request=pl.col("tensor_parallel") / pl.col("capacity_within_targets_rps"),
+        disaggregated=pl.lit(False),
+    )
+    if s.disaggregation:
+        at = disaggregated.cheaper(at, disaggregated.best_pools(reps, s, demand_rps))
+    else:
+        at = at.with_columns(pl.lit(None).alias(c) for c in disaggregated.PREFILL_COLUMNS)
+    return at.join(summary, on="accelerator_id").with_columns(
+        serve_reason=pl.when(pl.col("disaggregated")).then(None).otherwise(_why_not(s))
     )
 
 
@@ -195,6 +202,8 @@ SERVE_COLUMNS = [
     "tensor_parallel",
     "pipeline_parallel",
     "layout",
+    "disaggregated",
+    *disaggregated.PREFILL_COLUMNS,
     "over_pcie",
     "scaleout_bytes_per_s",
     "allreduce_efficiency",
@@ -251,7 +260,6 @@ def evaluate_serving(
         headroom=pl.lit(s.headroom),
     )
     tokens_per_hour = demand * SECONDS_PER_HOUR / 1e6  # millions of output tokens served per hour
-    full_load_tokens_per_hour = pl.col("capacity_tokens_per_s_per_replica") * s.headroom * SECONDS_PER_HOUR / 1e6
     frame = frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left").with_columns(
         usd_per_hour=pl.col("chips") * pl.col("usd_per_chip_hour"),
         usd_per_month=pl.col("chips") * pl.col("usd_per_chip_hour") * HOURS_PER_MONTH,
@@ -260,9 +268,12 @@ def evaluate_serving(
         usd_per_million_tokens=pl.col("chips") * pl.col("usd_per_chip_hour") / tokens_per_hour,
         usd_per_million_tokens_low=pl.col("chips") * pl.col("usd_per_chip_hour_low") / tokens_per_hour,
         usd_per_million_tokens_high=pl.col("chips") * pl.col("usd_per_chip_hour_high") / tokens_per_hour,
-        usd_per_million_tokens_at_full_load=pl.col("tensor_parallel")
+        usd_per_million_tokens_at_full_load=pl.col("chip_seconds_per_request")
+        / s.headroom
         * pl.col("usd_per_chip_hour")
-        / full_load_tokens_per_hour,
+        / SECONDS_PER_HOUR
+        * 1e6
+        / s.output_tokens,
         kwh_per_million_tokens=cost.energy_kwh(
             pl.col("chips"), pl.col("watts"), 1.0, s.assumptions.host_power_factor, s.assumptions.pue
         )

@@ -35,10 +35,31 @@ class ServingRecommendation:
     scenario: object = None  # the ServeScenario answered (its latency targets), for the brief
 
 
+def replicas_words(o: dict) -> str:
+    """The replicas in a few words: "3 independent replicas of 2 chips", or both pools when disaggregated."""
+    decode = f"{count(o['replicas'], 'independent replica')} of {count(o['chips_per_replica'], 'chip')}"
+    if not o.get("disaggregated"):
+        return decode
+    prefill = f"{count(o['prefill_replicas'], 'prefill replica')} of {count(o['prefill_chips_per_replica'], 'chip')}"
+    return f"{prefill} and {decode.replace('independent replica', 'decode replica')}"
+
+
 def _replica_line(o: dict) -> str:
     words = [w for w in (_pipeline_words(o), _link_words(o)) if w]
     detail = f" ({'; '.join(words)})" if words else ""
-    return f"{count(o['replicas'], 'independent replica')} of {count(o['chips_per_replica'], 'chip')}{detail}"
+    return f"{replicas_words(o)}{detail}"
+
+
+def _disaggregation_line(o: dict) -> str:
+    """Why prefill and decode run apart, what it saves and what it costs."""
+    return (
+        f"Prefill and decode run on separate replicas (disaggregated serving): {count(o['chips'], 'chip')} instead "
+        f"of {o['chips_without_disaggregation']:,} for replicas that do both. Decode steps no longer carry prompts, "
+        "so decode replicas run closer to the per-token target, and prefill replicas run prompts back to back, held "
+        f"only by the first-token target (at {o['prefill_utilisation']:.0%} of what they sustain). Each prompt's KV "
+        f"cache moves from one to the other over the {o['scaleout_bytes_per_s'] * 8 / 1e9:,.0f} Gb/s network "
+        f"({o['kv_transfer_ms']:,.1f} ms, counted in the first token). Two pools to run and scale instead of one."
+    )
 
 
 def _pipeline_words(o: dict) -> str:
@@ -91,9 +112,17 @@ def _latency_line(o: dict, scenario) -> str:
     return (
         f"At this load: p99 time per token {o['tpot_ms']:,.1f} ms{target(scenario.tpot_ms)} (mean "
         f"{o['tpot_mean_ms']:,.1f} ms); p99 time to first token {o['ttft_ms']:,.0f} ms{target(scenario.ttft_ms)} "
-        f"(mean {o['ttft_mean_ms']:,.0f} ms). Prefill is interleaved with decode steps, so both include its "
-        "interference and the queueing."
+        f"(mean {o['ttft_mean_ms']:,.0f} ms). {_interference_words(o)}"
     )
+
+
+def _interference_words(o: dict) -> str:
+    if o.get("disaggregated"):
+        return (
+            "The first token includes the queue for a prefill replica and the KV cache's transfer; the time per "
+            "token is the decode replicas' alone."
+        )
+    return "Prefill is interleaved with decode steps, so both include its interference and the queueing."
 
 
 def _stack_line(o: dict, scenario) -> str:
@@ -158,6 +187,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"tokens/s; {'it runs' if one else 'each runs'} at "
         f"{best['utilisation']:.0%} of what it can sustain within your latency targets (headroom target "
         f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}).",
+        *([_disaggregation_line(best)] if best.get("disaggregated") else []),
         _latency_line(best, scenario),
         _stack_line(best, scenario),
         f"Memory per chip: {best['memory_per_chip_gb']:.0f} GB of {best['hbm_gb']:.0f} GB "

@@ -1,0 +1,116 @@
+"""Prefill/decode disaggregation: considered on request, chosen only where it needs fewer chips, and said so."""
+
+import json
+
+import polars as pl
+import pytest
+
+from workbook import serving
+from workbook.cli import run
+from workbook.errors import InputError
+from workbook.serving import disaggregated, options
+from workbook.training.scenario import ModelSpec
+
+GPUS = ("h100-sxm", "h200", "mi300x", "b200")
+
+
+def _busy(**kw):
+    # 70B at 100 requests/s: enough traffic for two pools of whole replicas
+    return serving.ServeScenario(model=ModelSpec.from_params(70e9), requests_per_s=100, accelerators=GPUS, **kw)
+
+
+@pytest.fixture(scope="module")
+def both(cat, eff):
+    shared = serving.evaluate_serving(_busy(), cat, eff)
+    split = serving.evaluate_serving(_busy(disaggregation=True), cat, eff)
+    return shared, split
+
+
+def test_off_by_default_every_answer_uses_replicas_that_do_both(both):
+    shared, _ = both
+    assert not shared["disaggregated"].any()
+    assert shared.select(disaggregated.PREFILL_COLUMNS).null_count().row(0) == (shared.height,) * len(
+        disaggregated.PREFILL_COLUMNS
+    )
+
+
+def test_chosen_only_where_it_needs_fewer_chips(both):
+    shared, split = both
+    first = ["accelerator_id", "chips"]
+    before = shared.unique("accelerator_id").select(first).rename({"chips": "before"})
+    after = split.unique("accelerator_id").join(before, on="accelerator_id")
+    assert after["disaggregated"].any(), after.select("accelerator_id", "chips", "before")
+    won = after.filter(pl.col("disaggregated"))
+    assert (won["chips"] < won["before"]).all() and (won["chips_without_disaggregation"] == won["before"]).all()
+    kept = after.filter(~pl.col("disaggregated"))
+    assert (kept["chips"] == kept["before"]).all()
+
+
+def test_split_pools_meet_both_targets_within_the_headroom(both):
+    _, split = both
+    s = _busy()
+    won = split.filter(pl.col("disaggregated") & pl.col("feasible"))
+    assert won.height > 0
+    assert (won["tpot_ms"] <= s.tpot_ms).all() and (won["ttft_ms"] <= s.ttft_ms).all()
+    assert (won["utilisation"] <= s.headroom + 1e-9).all() and (won["prefill_utilisation"] <= s.headroom + 1e-9).all()
+    # chips = both pools
+    assert (
+        won["chips"]
+        == won["replicas"] * won["chips_per_replica"] + won["prefill_replicas"] * won["prefill_chips_per_replica"]
+    ).all()
+    # the first token includes the KV cache's transfer over the network: a 1,000-token 70B prompt is a few MB
+    assert ((won["kv_transfer_ms"] > 0.1) & (won["kv_transfer_ms"] < won["ttft_ms"])).all()
+
+
+def test_decode_replicas_without_prompts_sustain_more_requests(cat, eff):
+    s = _busy()
+    reps = options._replicas(cat, s, eff).filter(pl.col("accelerator_id") == "h100-sxm")
+    decode = disaggregated._decode_pool(reps, s, 100.0)
+    assert decode.height == 1
+    shared = reps.filter(pl.col("tensor_parallel") == decode["tensor_parallel"][0])
+    assert decode["capacity_rps"][0] > shared["capacity_rps"][0] * 1.5  # prefill is most of a 1,000-token request
+
+
+def test_a_trickle_of_traffic_keeps_one_pool(cat, eff):
+    # one request a second on an 8B model: one replica does it all; a second pool could only add chips
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(8e9), requests_per_s=1, accelerators=GPUS, disaggregation=True
+    )
+    frame = serving.evaluate_serving(s, cat, eff)
+    assert not frame["disaggregated"].any()
+
+
+def test_the_card_says_why_it_splits_and_what_it_saves(both):
+    _, split = both
+    s = _busy(disaggregation=True)
+    rec = serving.recommend_serving(split, s)
+    assert rec.best is not None and rec.best["disaggregated"]
+    text = " ".join(rec.reasons)
+    assert f"instead of {rec.best['chips_without_disaggregation']:,} for replicas that do both" in text
+    assert "prefill replica" in rec.reasons[0] and "decode replica" in rec.reasons[0]
+    assert "KV cache's transfer" in text
+    shared = serving.recommend_serving(both[0], _busy())
+    assert not any("separate replicas" in r for r in shared.reasons)
+
+
+def test_cli_flag_reaches_the_answer(capsys):
+    code = run(
+        [
+            "serve",
+            "--params",
+            "70e9",
+            "--accelerator",
+            "h100-sxm",
+            "--rps",
+            "100",
+            "--disaggregation",
+            "--json",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["disaggregated"] is True and out["prefill_replicas"] >= 1
+
+
+def test_disaggregation_must_be_a_boolean():
+    with pytest.raises(InputError, match="disaggregation"):
+        serving.ServeScenario(model=ModelSpec.from_params(8e9), disaggregation="yes")

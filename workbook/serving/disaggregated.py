@@ -1,0 +1,197 @@
+"""Prefill/decode disaggregation: prompts are prefilled on one pool of replicas and their KV cache moves to a
+second pool that only decodes (DistServe, Zhong et al., OSDI 2024; Splitwise, Patel et al., ISCA 2024; NVIDIA
+Dynamo; llm-d). Considered when the scenario asks for it (``ServeScenario.disaggregation``) and chosen, per
+accelerator, only where it needs fewer chips than replicas that do both.
+
+Why it can pay: a replica that does both carries prefill chunks in its decode steps, so with the per-token target
+T and its weight read w it may carry at most rho = 1 - w / T of (prefill + decode) work. Split, the decode pool
+carries only decode work at that load, and the prefill pool carries the prompts at its own limit, set by the
+first-token target alone (usually much higher). The tighter the per-token target and the longer the prompts, the
+more it saves; at low traffic the second pool's whole replicas cost more than they save.
+
+Per replica of t chips (request costs from :mod:`workbook.model.serving`):
+* a prompt's prefill service S = max(its prefill work, one read of the weights) (a lone pass reads every weight;
+  at high load passes batch prompts and share the read: conservative for short prompts); capacity 1 / E[S];
+  at load rho the prompts queue as M/G/1: wait W = lambda E[S^2] / (2 (1 - rho)), with the 99th percentile from
+  P(W > t) = rho exp(-rho t / W), as the engine's prompt queue (:func:`replica.prompt_queue_percentile`);
+* KV transfer = prompt tokens x KV bytes per token over the replica's t network links (the pools sit on different
+  nodes; within one node NVLink would be faster: conservative);
+* first token = W + S + transfer (the prefill replica emits it);
+* a decode replica runs the shared-replica formulas with no prefill work and no prompt queue; its sequence slots
+  must admit a request without a wait at the 99th percentile (probability of waiting under 1%), as a wait there
+  would hold back the second token.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+
+from workbook.model import serving as sv
+from workbook.model.units import HEAD_DIM
+from workbook.serving import replica
+from workbook.serving.scenario import ServeScenario
+
+KEYS = replica.KEYS
+# Columns of a disaggregated answer that a shared-replica answer leaves null (``disaggregated`` false).
+PREFILL_COLUMNS = [
+    "chips_without_disaggregation",  # what replicas that do both would need
+    "prefill_replicas",
+    "prefill_chips_per_replica",
+    "prefill_layout",
+    "prefill_utilisation",
+    "kv_transfer_ms",
+]
+
+
+def _kv_bytes_per_token(s: ServeScenario) -> float:
+    return sv.kv_bytes_per_token(s.model.n_layers, s.kv_heads, HEAD_DIM, sv.BYTES_PER_ELEMENT[s.kv_precision])
+
+
+def _service() -> pl.Expr:
+    """Seconds of a prefill replica's time per prompt: its prefill work, at least one read of the weights."""
+    return pl.max_horizontal("prefill_s", "all_weights_s")
+
+
+def _prefill_at(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataFrame:
+    """Prefill replicas at load ``rho`` of their capacity: requests/s, the KV transfer and the first token's
+    mean and 99th percentile (ms)."""
+    service = _service()
+    tail = pl.max_horizontal("prefill_tail_s", "all_weights_s")
+    link = pl.col("tensor_parallel") * pl.col("scaleout_bytes_per_s")
+    transfer = _kv_bytes_per_token(s) * s.prompt_tokens / link
+    transfer_tail = _kv_bytes_per_token(s) * s.prompt_tokens_tail / link
+    frame = frame.with_columns(_rho=rho).with_columns(_rps=pl.col("_rho") / service)
+    per_token = service / s.prompt_tokens
+    frame = frame.with_columns(
+        _wait=sv.prefill_wait_seconds(pl.col("_rps"), per_token, replica.prompt_second_moment(s), pl.col("_rho"))
+    )
+    wait_p = replica.prompt_queue_percentile(pl.col("_wait"), pl.col("_rho"))
+    return frame.with_columns(
+        prefill_load=pl.col("_rho"),
+        prefill_rps=pl.col("_rps"),
+        prefill_capacity_rps=1 / service,
+        kv_transfer_ms=transfer * 1000,
+        prefill_ttft_mean_ms=(pl.col("_wait") + service + transfer) * 1000,
+        prefill_ttft_ms=(wait_p + tail + transfer_tail) * 1000,
+    ).drop("_rho", "_rps", "_wait")
+
+
+def _sized(frame: pl.DataFrame, capacity_within: pl.Expr, demand_rps: float, s: ServeScenario) -> pl.DataFrame:
+    """Replicas of each configuration for the traffic at the headroom target, and the fewest chips per
+    accelerator (ties: the most capacity per chip)."""
+    return (
+        frame.with_columns(_within=capacity_within)
+        .filter(pl.col("_within") > 0)
+        .with_columns(
+            _replicas=(demand_rps / (s.headroom * pl.col("_within"))).ceil().clip(lower_bound=1).cast(pl.Int64)
+        )
+        .with_columns(
+            _chips=pl.col("_replicas") * pl.col("tensor_parallel"),
+            _per_chip=pl.col("_within") / pl.col("tensor_parallel"),
+        )
+        .sort(["_chips", "_per_chip"], descending=[False, True])
+        .unique("accelerator_id", keep="first", maintain_order=True)
+        .drop("_per_chip")
+    )
+
+
+def _prefill_pool(reps: pl.DataFrame, s: ServeScenario, demand_rps: float) -> pl.DataFrame:
+    """Per accelerator: the prefill replicas (fewest chips) and their first token at the load they carry."""
+    grid = pl.DataFrame({"_grid": replica.LOAD_GRID})
+    curve = _prefill_at(reps.filter(pl.col("max_sequences") >= 1).join(grid, how="cross"), s, pl.col("_grid"))
+    ok = pl.lit(True) if s.ttft_ms is None else pl.col("prefill_ttft_ms") <= s.ttft_ms
+    limit = curve.filter(ok).group_by(KEYS).agg(pl.col("prefill_load").max().alias("_limit"))
+    best = _sized(reps.join(limit, on=KEYS), pl.col("_limit") / _service(), demand_rps, s)
+    at = _prefill_at(best, s, demand_rps / pl.col("_replicas") * _service())
+    return at.select(
+        "accelerator_id",
+        pl.col("_replicas").alias("prefill_replicas"),
+        pl.col("tensor_parallel").alias("prefill_chips_per_replica"),
+        replica.layout().alias("prefill_layout"),
+        (pl.col("prefill_rps") / pl.col("_within")).alias("prefill_utilisation"),
+        (pl.col("tensor_parallel") / pl.col("_within")).alias("_prefill_chip_s"),
+        pl.col("_chips").alias("_prefill_chips"),
+        "kv_transfer_ms",
+        "prefill_ttft_ms",
+        "prefill_ttft_mean_ms",
+    )
+
+
+def _decode_scenario(s: ServeScenario) -> ServeScenario:
+    """The decode replicas' scenario: no first-token target of their own (the prefill pool emits the first token)."""
+    return dataclasses.replace(s, ttft_ms=None)
+
+
+def _by_stages(frame: pl.DataFrame, run) -> pl.DataFrame:
+    """``run(part, scheduler)`` per pipeline depth: decode replicas take no prompts, so no token budget applies."""
+    parts = [
+        run(part, replica.Scheduler(pipeline_stages=stages))
+        for (stages,), part in frame.group_by(["pipeline_parallel"], maintain_order=True)
+    ]
+    return pl.concat(parts, how="diagonal_relaxed")
+
+
+def _decode_pool(reps: pl.DataFrame, s: ServeScenario, demand_rps: float) -> pl.DataFrame:
+    """Per accelerator: the decode replicas (fewest chips) at the load they carry, as :func:`replica.at_load` rows."""
+    d = _decode_scenario(s)
+    frame = reps.with_columns(prefill_s=pl.lit(0.0), prefill_tail_s=pl.lit(0.0)).with_columns(
+        capacity_rps=sv.capacity_requests_per_s(0.0, pl.col("decode_s"), pl.col("kv_read_s"))
+    )
+    slots = pl.col("max_sequences").floor().clip(lower_bound=1)
+    busy = pl.min_horizontal(pl.col("sequences"), slots * replica.SLOTS_FULL)
+    admits = sv.waiting_probability(busy, slots) <= 1 - sv.LATENCY_PERCENTILE
+    curve = _by_stages(frame, lambda part, sched: replica.load_curve(part, d, sched)).with_columns(meets_ttft=admits)
+    lim = (
+        replica.limits(curve)
+        .filter(pl.col("max_load_fraction").is_not_null())
+        .with_columns(limit=pl.col("limit").replace("first-token target", "sequence slots"))
+    )
+    best = _sized(frame.join(lim, on=KEYS), pl.col("max_load_fraction") * pl.col("capacity_rps"), demand_rps, s)
+    rho = demand_rps / pl.col("_replicas") / pl.col("capacity_rps")
+    at = _by_stages(best, lambda part, sched: replica.at_load(part, d, rho, sched))
+    return at.with_columns(
+        capacity_within_targets_rps=pl.col("_within"),
+        replicas=pl.col("_replicas"),
+        _decode_chips=pl.col("_chips"),
+        _decode_chip_s=pl.col("tensor_parallel") / pl.col("_within"),
+    ).drop("_within", "_replicas", "_chips")
+
+
+def best_pools(reps: pl.DataFrame, s: ServeScenario, demand_rps: float) -> pl.DataFrame:
+    """Per accelerator where both pools can meet the targets: the decode replicas' row (replicas, layout, per-token
+    latency, memory) with the prefill pool's columns (:data:`PREFILL_COLUMNS`), the first token from the prefill
+    pool, ``chips`` of both pools and ``chip_seconds_per_request`` at the headroom target."""
+    pools = _decode_pool(reps, s, demand_rps).join(_prefill_pool(reps, s, demand_rps), on="accelerator_id")
+    meets = pl.lit(True) if s.ttft_ms is None else pl.col("prefill_ttft_ms") <= s.ttft_ms
+    return pools.with_columns(
+        disaggregated=pl.lit(True),
+        chips=pl.col("_decode_chips") + pl.col("_prefill_chips"),
+        chip_seconds_per_request=pl.col("_decode_chip_s") + pl.col("_prefill_chip_s"),
+        ttft_ms=pl.col("prefill_ttft_ms"),
+        ttft_mean_ms=pl.col("prefill_ttft_mean_ms"),
+        meets_ttft=meets,
+        utilisation=pl.max_horizontal(
+            pl.col("requests_per_s_per_replica") / pl.col("capacity_within_targets_rps"), "prefill_utilisation"
+        ),
+    ).drop(
+        "_decode_chips",
+        "_prefill_chips",
+        "_decode_chip_s",
+        "_prefill_chip_s",
+        "prefill_ttft_ms",
+        "prefill_ttft_mean_ms",
+    )
+
+
+def cheaper(shared: pl.DataFrame, pools: pl.DataFrame) -> pl.DataFrame:
+    """``shared`` (one row per accelerator, replicas that do both) with the disaggregated answer in place of each
+    accelerator's row where it needs fewer chips (or the shared replicas cannot meet the targets at all)."""
+    shared_chips = shared.select("accelerator_id", pl.col("chips").alias("chips_without_disaggregation"))
+    wins = pools.join(shared_chips, on="accelerator_id").filter(
+        pl.col("chips") < pl.col("chips_without_disaggregation").fill_null(float("inf"))
+    )
+    keep = shared.join(wins.select("accelerator_id"), on="accelerator_id", how="anti")
+    columns = [*shared.columns, *(c for c in PREFILL_COLUMNS if c not in shared.columns)]
+    return pl.concat([keep, wins], how="diagonal_relaxed").select(columns)
