@@ -208,6 +208,17 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--prompt-tokens", type=_positive("--prompt-tokens", integer=True), default=1000)
     p.add_argument("--output-tokens", type=_positive("--output-tokens", integer=True), default=300)
+    p.add_argument(
+        "--prompt-tokens-p99",
+        type=_positive("--prompt-tokens-p99", integer=True),
+        help="99th-percentile prompt length (default: every prompt is --prompt-tokens long)",
+    )
+    p.add_argument(
+        "--output-tokens-p99",
+        type=_positive("--output-tokens-p99", integer=True),
+        help="99th-percentile answer length (default: every answer is --output-tokens long); long answers stay "
+        "in flight longer, so they hold more of the KV cache",
+    )
     traffic = p.add_mutually_exclusive_group()
     traffic.add_argument("--rps", type=_positive("--rps"), help="requests per second (default 1)")
     traffic.add_argument("--tokens-per-day", type=_positive("--tokens-per-day"), help="output tokens per day")
@@ -365,6 +376,8 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
             kv_precision=kv,
             prompt_tokens=args.prompt_tokens,
             output_tokens=args.output_tokens,
+            prompt_tokens_p99=args.prompt_tokens_p99,
+            output_tokens_p99=args.output_tokens_p99,
             requests_per_s=args.rps,
             tokens_per_day=args.tokens_per_day,
             ttft_ms=args.ttft_ms,

@@ -388,3 +388,37 @@ def test_the_probability_of_waiting_for_a_slot_is_erlang_c(slots, busy):
     assert approx == pytest.approx(exact, abs=tolerance)
     frame = pl.DataFrame({"busy": [load], "slots": [float(slots)]})
     assert frame.select(sv.waiting_probability(pl.col("busy"), pl.col("slots"))).item() == pytest.approx(approx)
+
+
+def test_long_answers_stay_in_flight_longer_so_a_batch_holds_longer_sequences():
+    # Answers of 100 or 500 tokens, equally likely: the 500-token ones are in 5/6 of the decode steps, so a step's
+    # sequences hold (100 x 50 + 500 x 250) / 600 = 216.7 answer tokens on average, not 300 / 2.
+    lengths = [100, 500]
+    squared = sum(n * n for n in lengths) / len(lengths)
+    assert sv.decode_context_tokens(1000, 300, squared) == pytest.approx(1000 + (100 * 50 + 500 * 250) / 600)
+    assert sv.decode_context_tokens(1000, 300) == 1000 + 150
+    # from a mean and a 99th percentile: lognormal, wider for a longer tail, the mean squared without one
+    assert sv.second_moment(300) == 300**2 < sv.second_moment(300, 600) < sv.second_moment(300, 1200)
+
+
+def test_an_answer_tail_takes_kv_room_and_reading_time(cat):
+    eff = calibrate(cat)
+    one, tail = (
+        options._replicas(cat, _scenario(accelerators=("h100-sxm",), output_tokens_p99=p99), eff)
+        .filter(pl.col("tensor_parallel") == 4)
+        .row(0, named=True)
+        for p99 in (None, 1500)
+    )
+    assert tail["max_sequences"] < one["max_sequences"] and tail["kv_read_s"] > one["kv_read_s"]
+    assert tail["prefill_s"] == one["prefill_s"]  # prompts are unchanged
+
+
+def test_cli_takes_the_length_tails(capsys):
+    from workbook.cli import main
+
+    argv = ["serve", "--params", "70e9", "--accelerator", "h100-sxm", "--json", "--output-tokens", "300"]
+    assert main([*argv, "--output-tokens-p99", "1500", "--prompt-tokens-p99", "4000"]) == 0
+    assert json.loads(capsys.readouterr().out)["feasible"]
+    assert main([*argv, "--output-tokens-p99", "100"]) == 2  # below the mean
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--output-tokens-p99" in err and "300" in err

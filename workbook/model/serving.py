@@ -3,13 +3,15 @@
 * Weights: params x bytes per weight (bf16 2, fp8/int8 1, fp4 0.5625: NVFP4 keeps an FP8 scale per 16 values,
   int4 0.5), split over the tensor-parallel degree t.
 * KV cache per token: 2 (K and V) x layers x KV heads x head size x bytes per KV element; a sequence holds
-  prompt + output tokens (on average prompt + output/2 while it decodes).
+  prompt + output tokens at its end, and a decode step's sequences hold P + E[O^2] / (2 E[O]) on average
+  (P + O/2 for answers of one length; longer answers stay in flight longer: :func:`decode_context_tokens`).
 * One request costs the replica, in seconds of its time (t chips, dense peak x compute efficiency ``eta_c``,
   HBM bandwidth x bandwidth efficiency ``eta_bw``; L layers, attention width d):
   prefill  = (2 N_active P + 2 L d E[P^2]) / (t peak eta_c) + P c   (compute-bound; causal attention is quadratic;
              c = tensor-parallel all-reduce per token)
-  decode   = O x ((2 N_active + 4 L d (P + O/2)) / (t peak eta_c) + c)   (the FLOPs of its O output tokens)
-  KV reads = O x kv_per_token x (P + O/2) / (t bw eta_bw)  (each decode step reads the sequence's cache)
+  decode   = O x ((2 N_active + 4 L d C) / (t peak eta_c) + c)   (the FLOPs of its O output tokens; C the mean
+             decode context above)
+  KV reads = O x kv_per_token x C / (t bw eta_bw)  (each decode step reads the sequence's cache)
   c = 2 all-reduces per layer of the token's hidden state over the tensor-parallel chips, at the link's one-way
   bandwidth x the all-reduce efficiency ``eta_ar`` (calibrated: :mod:`workbook.serving.calibration`).
 * Continuous batching with chunked prefill: every step reads the weights once (``weights_s`` = weight bytes per
@@ -87,10 +89,32 @@ def kv_bytes_per_token(n_layers, n_kv_heads, head_dim, kv_bytes):
     return KV_TENSORS * n_layers * n_kv_heads * head_dim * kv_bytes
 
 
-def kv_cache_bytes(batch, kv_bytes_per_token_, prompt_tokens, output_tokens, live: bool = False):
-    """KV cache of ``batch`` sequences: prompt + output tokens each at the end, prompt + output/2 on average
-    while they decode (``live``, what a decode step reads)."""
-    return batch * kv_bytes_per_token_ * (prompt_tokens + (output_tokens / 2 if live else output_tokens))
+def second_moment(mean, p99=None):
+    """E[X^2] of lengths with this mean and 99th percentile, taken lognormal (sigma from ln(p99 / mean) =
+    z sigma - sigma^2 / 2, the smaller root); mean^2 when no percentile is known (every length the mean)."""
+    if p99 is None or p99 <= mean:
+        return mean**2
+    z = _z(LATENCY_PERCENTILE)
+    spread = 2 * math.log(p99 / mean)
+    sigma = z - math.sqrt(max(z * z - spread, 0.0))
+    return mean**2 * math.exp(sigma * sigma)
+
+
+def decode_context_tokens(prompt_tokens, output_tokens, output_tokens_squared=None):
+    """Mean context of the sequences in a decode step: each step of a request reads its prompt and the tokens
+    decoded so far, so over its O steps it averages P + O/2, and a batch holds requests in proportion to their
+    steps (a long answer stays in flight longer): **P + E[O^2] / (2 E[O])** (``output_tokens_squared`` = E[O^2];
+    P + O/2 when every answer is O tokens). Prompt and answer lengths are taken independent."""
+    squared = output_tokens**2 if output_tokens_squared is None else output_tokens_squared
+    return prompt_tokens + squared / (2 * output_tokens)
+
+
+def kv_cache_bytes(batch, kv_bytes_per_token_, prompt_tokens, output_tokens, live: bool = False, output_squared=None):
+    """KV cache of ``batch`` sequences: prompt + output tokens each at the end, their mean decode context while
+    they decode (``live``, what a decode step reads: :func:`decode_context_tokens`)."""
+    if live:
+        return batch * kv_bytes_per_token_ * decode_context_tokens(prompt_tokens, output_tokens, output_squared)
+    return batch * kv_bytes_per_token_ * (prompt_tokens + output_tokens)
 
 
 def weights_read_bytes(params, active_params, batch, weight_bytes):
@@ -124,25 +148,31 @@ def pipeline_hop_seconds_per_token(stages, hidden_dim, one_way_bytes_per_s):
     return (stages - 1) * hidden_dim * ACTIVATION_BYTES / one_way_bytes_per_s
 
 
-def request_seconds(shape, prompt_tokens, output_tokens, chips, peak, eta_c, comm_per_token, prompt_tokens_squared):
+def request_seconds(
+    shape, prompt_tokens, output_tokens, chips, peak, eta_c, comm_per_token, prompt_tokens_squared, output_squared=None
+):
     """(prefill, decode) replica-seconds of compute one request costs: the matmuls' 2 N_active per token plus
-    attention (:mod:`workbook.model.flops`: quadratic in the prompt for prefill, over the mean context P + O/2 for
-    each decoded token), and the tensor-parallel communication per token. ``shape``: (active params, layers,
-    attention dim); ``prompt_tokens_squared``: E[P^2] of the prompt mix."""
+    attention (:mod:`workbook.model.flops`: quadratic in the prompt for prefill, over the mean decode context
+    (:func:`decode_context_tokens`) for each decoded token), and the tensor-parallel communication per token.
+    ``shape``: (active params, layers, attention dim); ``prompt_tokens_squared``: E[P^2] of the prompt mix;
+    ``output_squared``: E[O^2] of the answers (None: every answer O tokens)."""
     active_params, n_layers, attention_dim = shape
     rate = chips * peak * eta_c
     prefill = (
         FMA_FLOPS * active_params * prompt_tokens
         + flops.prefill_attention_flops(n_layers, attention_dim, prompt_tokens_squared)
     ) / rate + prompt_tokens * comm_per_token
-    decode_attention = flops.decode_attention_flops(n_layers, attention_dim, prompt_tokens + output_tokens / 2)
+    context = decode_context_tokens(prompt_tokens, output_tokens, output_squared)
+    decode_attention = flops.decode_attention_flops(n_layers, attention_dim, context)
     decode = output_tokens * ((FMA_FLOPS * active_params + decode_attention) / rate + comm_per_token)
     return prefill, decode
 
 
-def kv_read_seconds(kv_bytes_per_token_, prompt_tokens, output_tokens, chips, bandwidth, eta_bw):
-    """Replica-seconds one request spends reading its KV cache over its O decode steps."""
-    return output_tokens * kv_bytes_per_token_ * (prompt_tokens + output_tokens / 2) / (chips * bandwidth * eta_bw)
+def kv_read_seconds(kv_bytes_per_token_, prompt_tokens, output_tokens, chips, bandwidth, eta_bw, output_squared=None):
+    """Replica-seconds a request spends, on average, reading its KV cache over its decode steps: E[O] steps of
+    the mean decode context (:func:`decode_context_tokens`)."""
+    context = decode_context_tokens(prompt_tokens, output_tokens, output_squared)
+    return output_tokens * kv_bytes_per_token_ * context / (chips * bandwidth * eta_bw)
 
 
 def capacity_requests_per_s(prefill_s, decode_s, kv_read_s):

@@ -116,12 +116,14 @@ def engine(
 
 
 def prompt_second_moment(s: ServeScenario) -> float:
-    """E[P^2] of the prompt lengths: lognormal through the mean and the 99th percentile (sigma from
-    ln(p99 / mean) = z sigma - sigma^2 / 2, the smaller root); every prompt the mean when no percentile is known."""
-    z = NormalDist().inv_cdf(sv.LATENCY_PERCENTILE)
-    spread = 2 * math.log(s.prompt_tokens_tail / s.prompt_tokens)
-    sigma = z - math.sqrt(max(z * z - spread, 0.0))
-    return s.prompt_tokens**2 * math.exp(sigma * sigma)
+    """E[P^2] of the prompt lengths: lognormal through the mean and the 99th percentile (every prompt the mean
+    when no percentile is known): :func:`workbook.model.serving.second_moment`."""
+    return sv.second_moment(s.prompt_tokens, s.prompt_tokens_p99)
+
+
+def output_second_moment(s: ServeScenario) -> float:
+    """E[O^2] of the answer lengths, likewise from their mean and 99th percentile."""
+    return sv.second_moment(s.output_tokens, s.output_tokens_p99)
 
 
 def prompt_budget(sched: Scheduler, sequences: pl.Expr) -> pl.Expr:
@@ -272,16 +274,17 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         .otherwise(0.0)
     ) + sv.pipeline_hop_seconds_per_token(stages, m.hidden_dim, hop_link)
     shape = (m.active_params, m.n_layers, m.attention_dim)
+    answers = output_second_moment(s)
     prefill_s, decode_s = sv.request_seconds(
-        shape, s.prompt_tokens, s.output_tokens, t, peak, eta_c, comm, prompt_second_moment(s)
+        shape, s.prompt_tokens, s.output_tokens, t, peak, eta_c, comm, prompt_second_moment(s), answers
     )
     # the 99th-percentile prompt alone (attention makes its prefill grow faster than its length)
     prefill_tail_s, _ = sv.request_seconds(
         shape, s.prompt_tokens_tail, s.output_tokens, t, peak, eta_c, comm, s.prompt_tokens_tail**2
     )
-    kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, pl.col("eta_bw"))
+    kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, pl.col("eta_bw"), answers)
     weights_bytes = w_bytes * m.params / t
-    kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, live=True)  # paged KV cache
+    kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, True, answers)  # paged KV cache
     max_sequences = kv_room_bytes(frame, s, weights_bytes) * t / kv_sequence
     if s.max_batch is not None:  # the user's limit replaces the engine's
         max_sequences = pl.min_horizontal(max_sequences, pl.lit(float(s.max_batch)))

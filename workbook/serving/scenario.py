@@ -101,6 +101,7 @@ class ServeScenario:
     stack_choice: str = "best"  # "best": best published stack per vendor; "generic": open-source vLLM-type stack
     max_batch: Optional[int] = None  # the server's limit on sequences in flight (default: memory decides)
     prompt_tokens_p99: Optional[int] = None  # 99th-percentile prompt length (default: every prompt is prompt_tokens)
+    output_tokens_p99: Optional[int] = None  # 99th-percentile answer length (default: every answer is output_tokens)
     # also consider separate prefill and decode replicas (workbook.serving.disaggregated), where they need fewer chips
     disaggregation: bool = False
     assumptions: ServeAssumptions = ServeAssumptions()
@@ -130,6 +131,8 @@ class ServeScenario:
             _number("max_batch", self.max_batch, 1, 1_000_000, integer=True)
         if self.prompt_tokens_p99 is not None:
             _number("prompt_tokens_p99", self.prompt_tokens_p99, self.prompt_tokens, 2_000_000, integer=True)
+        if self.output_tokens_p99 is not None:
+            _number("output_tokens_p99", self.output_tokens_p99, self.output_tokens, 200_000, integer=True)
         if not isinstance(self.disaggregation, bool):
             raise InputError("disaggregation", f"must be true or false, got {self.disaggregation!r}")
         for model in self.pricing:
