@@ -18,7 +18,7 @@ from workbook import present
 from workbook.charts import training as charts
 from workbook.model import throughput
 from workbook.present import count, days, energy, usd
-from workbook.serving.recommend import replicas_words
+from workbook.serving.recommend import replicas_words, split_words
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
 from workbook.training.recommend import FRAMEWORK_NAMES, UNNAMED_REGIONS, Recommendation, describe, recommend
@@ -158,7 +158,8 @@ def serving_lines(serving) -> list[str]:
         return [*serving.reasons]
     lines = [
         f"{replicas_words(best)} = {count(best['chips'], 'chip')} with "
-        f"{best['stack_name']}; {present.per_million_tokens(best['usd_per_million_tokens'])}.",
+        f"{best['stack_name']}; {present.per_million_tokens(best['usd_per_million_tokens'])}."
+        + (f" {split_words(best)}." if best.get("disaggregated") else ""),
         f"{usd(best['usd_per_month'])} a month ({_month_range(best)}, {best['pricing_model']} prices).",
         f"Each replica runs at {best['utilisation']:.0%} of what it sustains within the targets (headroom target "
         f"{best['headroom']:.0%}). {_latency(best, serving.scenario)}.",

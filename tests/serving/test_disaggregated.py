@@ -5,7 +5,7 @@ import json
 import polars as pl
 import pytest
 
-from workbook import serving
+from workbook import report, serving
 from workbook.cli import run
 from workbook.errors import InputError
 from workbook.serving import disaggregated, options
@@ -89,6 +89,8 @@ def test_the_card_says_why_it_splits_and_what_it_saves(both):
     assert f"instead of {rec.best['chips_without_disaggregation']:,} for replicas that do both" in text
     assert "prefill replica" in rec.reasons[0] and "decode replica" in rec.reasons[0]
     assert "KV cache's transfer" in text
+    brief = report.serving_lines(rec)  # the one-page brief says it too
+    assert any("prefill replica" in line and "instead of" in line for line in brief), brief
     shared = serving.recommend_serving(both[0], _busy())
     assert not any("separate replicas" in r for r in shared.reasons)
 

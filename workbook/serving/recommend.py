@@ -50,11 +50,20 @@ def _replica_line(o: dict) -> str:
     return f"{replicas_words(o)}{detail}"
 
 
+def split_words(o: dict) -> str:
+    """What disaggregation saves, as a sentence without its full stop ("" for replicas that do both)."""
+    if not o.get("disaggregated"):
+        return ""
+    return (
+        f"Prefill and decode run on separate replicas (disaggregated serving): {count(o['chips'], 'chip')} instead "
+        f"of {o['chips_without_disaggregation']:,} for replicas that do both"
+    )
+
+
 def _disaggregation_line(o: dict) -> str:
     """Why prefill and decode run apart, what it saves and what it costs."""
     return (
-        f"Prefill and decode run on separate replicas (disaggregated serving): {count(o['chips'], 'chip')} instead "
-        f"of {o['chips_without_disaggregation']:,} for replicas that do both. Decode steps no longer carry prompts, "
+        f"{split_words(o)}. Decode steps no longer carry prompts, "
         "so decode replicas run closer to the per-token target, and prefill replicas run prompts back to back, held "
         f"only by the first-token target (at {o['prefill_utilisation']:.0%} of what they sustain). Each prompt's KV "
         f"cache moves from one to the other over the {o['scaleout_bytes_per_s'] * 8 / 1e9:,.0f} Gb/s network "
