@@ -71,7 +71,6 @@ def _prefill_at(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataF
     return frame.with_columns(
         prefill_load=pl.col("_rho"),
         prefill_rps=pl.col("_rps"),
-        prefill_capacity_rps=1 / service,
         kv_transfer_ms=transfer * 1000,
         prefill_ttft_mean_ms=(pl.col("_wait") + service + transfer) * 1000,
         prefill_ttft_ms=(wait_p + tail + transfer_tail) * 1000,
@@ -187,10 +186,12 @@ def best_pools(reps: pl.DataFrame, s: ServeScenario, demand_rps: float) -> pl.Da
 
 def cheaper(shared: pl.DataFrame, pools: pl.DataFrame) -> pl.DataFrame:
     """``shared`` (one row per accelerator, replicas that do both) with the disaggregated answer in place of each
-    accelerator's row where it needs fewer chips (or the shared replicas cannot meet the targets at all)."""
+    accelerator's row where it needs fewer chips. An accelerator whose shared replicas meet the targets at no load
+    keeps that answer: the pools hold the same weights and prefill the same prompts, so they could gain at most the
+    decode steps' share of a lone request's first token."""
     shared_chips = shared.select("accelerator_id", pl.col("chips").alias("chips_without_disaggregation"))
     wins = pools.join(shared_chips, on="accelerator_id").filter(
-        pl.col("chips") < pl.col("chips_without_disaggregation").fill_null(float("inf"))
+        pl.col("chips") < pl.col("chips_without_disaggregation")
     )
     keep = shared.join(wins.select("accelerator_id"), on="accelerator_id", how="anti")
     columns = [*shared.columns, *(c for c in PREFILL_COLUMNS if c not in shared.columns)]
