@@ -39,7 +39,9 @@ class ServeView:
         self.train_model = train_model
         clouds = ["any"] + sorted(catalog.usable_prices()["cloud"].unique())
         self.controls = {
-            "own_model": w.Checkbox(value=False, description="Serve a different model than the Train tab's"),
+            "own_model": w.Checkbox(
+                value=False, description="Serve a different model than the Train tab's", indent=False, layout=WIDE
+            ),
             "params_b": log_slider("Model size (B params)", 70, 0.1, 2000),
             "precision": w.ToggleButtons(
                 options=[(p.upper(), p) for p in serving.WEIGHT_PRECISIONS],
@@ -68,7 +70,10 @@ class ServeView:
                 layout=WIDE,
             ),
             "disaggregation": w.Checkbox(
-                value=False, description="Consider separate prefill and decode replicas (where cheaper)"
+                value=False,
+                description="Separate prefill and decode replicas where cheaper",
+                indent=False,
+                layout=WIDE,
             ),
             "stack": w.ToggleButtons(
                 options=[("Best published stack", "best"), ("Generic open-source stack", "generic")],
