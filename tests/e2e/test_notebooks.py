@@ -29,6 +29,17 @@ def test_check_tells_current_from_stale(tmp_path, saved, verdict):
     assert ("tiny.ipynb cell 0: print(1 + 1)" in result.stdout) == bool(verdict)
 
 
+def test_prints_flushed_in_several_chunks_are_one_output(tmp_path):
+    """A kernel under load may flush a cell's prints in two stream outputs instead of one (it failed CI once):
+    the same text either way."""
+    chunks = [nbformat.v4.new_output("stream", text=t) for t in ("headline\n", "- a reason\n")]
+    cell = nbformat.v4.new_code_cell('print("headline")\nprint("- a reason")', outputs=chunks)
+    path = tmp_path / "chunks.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    result = check(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize(
     "saved, verdict",
     [('<svg width="11"><text x="2">a</text></svg>', 0), ('<svg width="10"><text x="1">b</text></svg>', 1)],
