@@ -73,7 +73,7 @@ def live(tmp_path_factory, browser):
         page.locator(LIVE).first.wait_for(state="attached", timeout=300_000)
         page.locator(LIVE).first.scroll_into_view_if_needed()
         page.locator(LIVE).first.locator(".vega-embed svg.marks").first.wait_for(timeout=120_000)
-        # Run All has finished when the last cell (a new chip, section 11) has printed its table.
+        # Run All has finished when the last cell (a new chip, section 12) has printed its table.
         page.locator(".jp-OutputArea-output", has_text="my-chip").first.wait_for(state="attached", timeout=300_000)
         yield page
         page.close()
