@@ -7,22 +7,12 @@ import math
 import polars as pl
 import pytest
 
-from workbook import catalog, serving
+from workbook import serving
 from workbook.model.spec import ModelSpec
 from workbook.serving import options, replica, validation
 from workbook.serving.calibration import STACKS
 
 NOMINAL = replica.Factors(moe=1.0, allreduce=1.0, fp4=1.0)
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return catalog.load()
-
-
-@pytest.fixture(scope="module")
-def eff(cat):
-    return serving.calibrate(cat)
 
 
 def _long_prompts(**kw):

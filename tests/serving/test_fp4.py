@@ -7,21 +7,11 @@ import math
 import polars as pl
 import pytest
 
-from workbook import catalog, serving
+from workbook import serving
 from workbook.model import serving as sv
 from workbook.model.spec import ModelSpec
 from workbook.serving import options, validation
 from workbook.serving.scenario import peak_column
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return catalog.load()
-
-
-@pytest.fixture(scope="module")
-def eff(cat):
-    return serving.calibrate(cat)
 
 
 def test_fp4_weights_carry_their_block_scales():

@@ -7,17 +7,11 @@ import math
 import polars as pl
 import pytest
 
-from workbook import catalog
 from workbook.model import serving as sv
 from workbook.serving import published, replica
 from workbook.serving.calibration import calibrate
 
 LLAMA70_SERVER = "mlperf41-h100x8-llama2-70b-server-ttft"
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return catalog.load()
 
 
 @pytest.fixture(scope="module")

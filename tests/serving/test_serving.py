@@ -8,16 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbook import catalog, serving
+from workbook import serving
 from workbook.model import serving as sv
 from workbook.serving import options, published, replica, validation
 from workbook.serving.calibration import calibrate
 from workbook.training.scenario import ModelSpec
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return catalog.load()
 
 
 def _scenario(**kw):
