@@ -7,7 +7,9 @@ headroom target of that capacity: replicas = ceil(traffic / (headroom x capacity
 applies: replicas do not talk to each other. A model that does not fit in one node (weights and one sequence's
 KV cache) is served by a pipeline of nodes (:data:`replica.PIPELINE_CANDIDATES`), as vLLM's guide says to; where
 it fits, replicas stay within a node. The configuration with the fewest chips wins (ties: the most throughput per
-chip). Latencies are reported at the load the traffic actually puts on each replica.
+chip). Latencies are reported at the load the traffic actually puts on each replica. With
+``ServeScenario.disaggregation`` an accelerator's answer may instead be separate prefill and decode pools
+(:mod:`workbook.serving.disaggregated`), where they need fewer chips.
 Efficiencies come from the vendor's chosen software stack (:mod:`workbook.serving.calibration`), and so do the
 engine's scheduler settings: each stack's documented defaults (``data/serving_engine_defaults.csv``: per-step
 token budget, batch limit, chunked prefill; a stack with no verified default runs an unlimited engine, and the
