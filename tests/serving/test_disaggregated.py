@@ -116,3 +116,15 @@ def test_cli_flag_reaches_the_answer(capsys):
 def test_disaggregation_must_be_a_boolean():
     with pytest.raises(InputError, match="disaggregation"):
         serving.ServeScenario(model=ModelSpec.from_params(8e9), disaggregation="yes")
+
+
+def test_the_tradeoff_curve_of_a_split_option_counts_its_prefill_chips(both, cat, eff):
+    _, split = both
+    pick = split.filter(pl.col("disaggregated")).row(0, named=True)
+    curve = serving.batch_curve(_busy(disaggregation=True), split.filter(pl.col("disaggregated")).head(1), cat, eff)
+    assert set(curve["layout"]) == {f"decode {pick['layout']}, prefill apart"}
+    at = curve.filter((pl.col("load_fraction") - pick["load_fraction"]).abs() < 0.006).row(0, named=True)
+    actual = _busy().output_tokens_per_s / pick["chips"]  # what the option delivers per chip it rents
+    # more than that (its prefill pool counted at its limit, not at the headroom), less than the decode replica's own
+    assert actual < at["tokens_per_s_per_chip"] < pick["tokens_per_s_per_chip"]
+    assert curve["ttft_ms"].is_null().all()  # the first token is the prefill pool's

@@ -129,7 +129,10 @@ def tradeoff_template() -> alt.LayerChart:
     return alt.layer(line, points, target, message_layer()).properties(
         title=alt.TitleParams(
             "Throughput vs latency as the load grows",
-            subtitle="each point is a load on one replica (prefill interleaved); red = your per-token target",
+            subtitle=[
+                "each point is a load on one replica (prefill interleaved); red = your per-token target",
+                "an option that splits prefill off: its decode replica, tokens shared with the prefill chips it needs",
+            ],
         ),
         width=WIDTH,
         height=260,

@@ -42,6 +42,7 @@ PREFILL_COLUMNS = [
     "prefill_layout",
     "prefill_utilisation",
     "kv_transfer_ms",
+    "prefill_chip_seconds_per_request",  # prefill chips x seconds a request needs at the prefill pool's limit
 ]
 
 
@@ -132,16 +133,28 @@ def _by_stages(frame: pl.DataFrame, run) -> pl.DataFrame:
     return pl.concat(parts, how="diagonal_relaxed")
 
 
-def _decode_pool(reps: pl.DataFrame, s: ServeScenario, demand_rps: float) -> pl.DataFrame:
-    """Per accelerator: the decode replicas (fewest chips) at the load they carry, as :func:`replica.at_load` rows."""
-    d = _decode_scenario(s)
-    frame = reps.with_columns(prefill_s=pl.lit(0.0), prefill_tail_s=pl.lit(0.0)).with_columns(
+def decode_replicas(reps: pl.DataFrame) -> pl.DataFrame:
+    """``reps`` (:func:`replica.replicas`) as decode-only replicas: no prefill work, capacity from decode alone."""
+    return reps.with_columns(prefill_s=pl.lit(0.0), prefill_tail_s=pl.lit(0.0)).with_columns(
         capacity_rps=sv.capacity_requests_per_s(0.0, pl.col("decode_s"), pl.col("kv_read_s"))
     )
+
+
+def decode_curve(frame: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
+    """Decode replicas (:func:`decode_replicas`) at every load of the grid; ``meets_ttft`` says whether their slots
+    admit a request without a wait at the 99th percentile."""
     slots = pl.col("max_sequences").floor().clip(lower_bound=1)
     busy = pl.min_horizontal(pl.col("sequences"), slots * replica.SLOTS_FULL)
     admits = sv.waiting_probability(busy, slots) <= 1 - sv.LATENCY_PERCENTILE
-    curve = _by_stages(frame, lambda part, sched: replica.load_curve(part, d, sched)).with_columns(meets_ttft=admits)
+    d = _decode_scenario(s)
+    return _by_stages(frame, lambda part, sched: replica.load_curve(part, d, sched)).with_columns(meets_ttft=admits)
+
+
+def _decode_pool(reps: pl.DataFrame, s: ServeScenario, demand_rps: float) -> pl.DataFrame:
+    """Per accelerator: the decode replicas (fewest chips) at the load they carry, as :func:`replica.at_load` rows."""
+    d = _decode_scenario(s)
+    frame = decode_replicas(reps)
+    curve = decode_curve(frame, s)
     lim = (
         replica.limits(curve)
         .filter(pl.col("max_load_fraction").is_not_null())
@@ -168,6 +181,7 @@ def best_pools(reps: pl.DataFrame, s: ServeScenario, demand_rps: float) -> pl.Da
         disaggregated=pl.lit(True),
         chips=pl.col("_decode_chips") + pl.col("_prefill_chips"),
         chip_seconds_per_request=pl.col("_decode_chip_s") + pl.col("_prefill_chip_s"),
+        prefill_chip_seconds_per_request=pl.col("_prefill_chip_s"),
         ttft_ms=pl.col("prefill_ttft_ms"),
         ttft_mean_ms=pl.col("prefill_ttft_mean_ms"),
         meets_ttft=meets,

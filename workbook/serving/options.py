@@ -304,20 +304,46 @@ def evaluate_serving(
 def batch_curve(
     s: ServeScenario, picks: pl.DataFrame, catalog: Catalog | None = None, efficiency: ServingEfficiency | None = None
 ) -> pl.DataFrame:
-    """Throughput vs time per token as the load on one replica grows, at each pick's tensor-parallel degree."""
+    """Throughput vs time per token as the load on one replica grows, at each pick's tensor-parallel degree. A
+    disaggregated pick (``picks`` from :func:`evaluate_serving`) is drawn as its decode replica, its output tokens
+    shared with the prefill chips its requests need (:func:`_split_curve`)."""
     cat = catalog or catalog_mod.load()
+    split = picks.filter(pl.col("disaggregated")) if "disaggregated" in picks.columns else picks.clear()
     reps = _replicas(cat, s, efficiency or calibrate(cat)).join(picks.select(KEYS), on=KEYS)
+    shared = per_engine(reps.join(split.select(KEYS), on=KEYS, how="anti"), lambda p, e: replica.load_curve(p, s, e))
+    curves = [shared.with_columns(_split=pl.lit(False))]
+    if split.height:
+        curves.append(_split_curve(reps, split, s).with_columns(_split=pl.lit(True)))
     return (
-        per_engine(reps, lambda part, sched: replica.load_curve(part, s, sched))
+        pl.concat(curves, how="diagonal_relaxed")
         .filter(pl.col("fits_in_memory"))
         .select(
             "accelerator_id",
             "name",
             "tensor_parallel",
-            replica.layout().alias("layout"),
+            pl.when(pl.col("_split"))
+            .then(pl.format("decode {}, prefill apart", replica.layout()))
+            .otherwise(replica.layout())
+            .alias("layout"),
             "load_fraction",
             "tpot_ms",
             "ttft_ms",
             "tokens_per_s_per_chip",
+        )
+    )
+
+
+def _split_curve(reps: pl.DataFrame, split: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
+    """The decode replicas of the disaggregated picks ``split`` over the load grid, their output tokens per chip
+    counting the prefill chips their requests need at the prefill pool's limit: lambda O / (t + lambda c), with c
+    the pick's ``prefill_chip_seconds_per_request``."""
+    c = pl.col("prefill_chip_seconds_per_request")
+    return (
+        disaggregated.decode_curve(disaggregated.decode_replicas(reps.join(split.select(KEYS), on=KEYS)), s)
+        .join(split.select(*KEYS, c), on=KEYS)
+        .with_columns(
+            tokens_per_s_per_chip=pl.col("tokens_per_s_per_replica")
+            / (pl.col("tensor_parallel") + pl.col("requests_per_s_per_replica") * c),
+            ttft_ms=pl.lit(None, dtype=pl.Float64),  # the prefill pool emits the first token
         )
     )
