@@ -92,8 +92,11 @@ def latency(cat):
     return validation.server_latency(validation.validate(cat))
 
 
-def test_a_run_below_the_models_maximum_reads_a_lower_latency_at_its_published_load(latency):
-    assert latency.height == 28 and latency["published_load_fraction"].is_not_null().all()
+def test_a_run_below_the_models_maximum_reads_a_lower_latency_at_its_published_load(cat, latency):
+    published = cat.inference_runs.filter(
+        (pl.col("scenario") == "server") & pl.col("measure").is_in(["ttft_ms", "tpot_ms"])
+    )
+    assert latency.height == published.height and latency["published_load_fraction"].is_not_null().all()
     below = latency.filter(~pl.col("published_load_above_max"))
     above = latency.filter(pl.col("published_load_above_max"))
     assert below.height > 0 and above.height > 0
@@ -109,7 +112,8 @@ def test_a_run_below_the_models_maximum_reads_a_lower_latency_at_its_published_l
 
 def test_the_reading_at_the_models_maximum_is_the_better_mechanism_across_rows(latency):
     # Measured when written: 14 of 24 within 30% at the model's maximum (median |ln error| 0.22) vs 9 of 24 at the
-    # published load (0.38). If the published-load reading ever becomes the better one, switch the prediction to it.
+    # published load (0.38); with MLPerf v5.0-v5.1's Interactive and v5.1's Server rows, 51 vs 35 of 72 (0.11, 0.29).
+    # If the published-load reading ever becomes the better one, switch the prediction to it.
     at_max = latency["error"].abs()
     at_published = latency["error_at_published_load"].abs()
     assert at_max.median() < at_published.median()
