@@ -56,11 +56,16 @@ def price_basis(option: dict, pick: str = "median") -> str:
     return f"{pick} of {count(option['price_rows'], 'list-price quote')}"
 
 
-def per_million_tokens(value: float | None) -> str:
-    """$0.28 per million output tokens (cents below $10, whole dollars above)."""
+def token_price(value: float | None) -> str:
+    """$0.28: a price per million tokens (cents below $10, whole dollars above)."""
     if value is None:
         return "n/a"
-    return f"${value:,.2f} per million output tokens" if value < 10 else f"{usd(value)} per million output tokens"
+    return f"${value:,.2f}" if value < 10 else usd(value)
+
+
+def per_million_tokens(value: float | None) -> str:
+    """$0.28 per million output tokens."""
+    return "n/a" if value is None else f"{token_price(value)} per million output tokens"
 
 
 def energy(kwh: float | None, co2e_kg: float | None = None) -> str:

@@ -147,7 +147,7 @@ def _latency(best: dict, scenario) -> str:
 
 def _month_range(best: dict) -> str:
     low, high = usd(best["usd_per_month_low"]), usd(best["usd_per_month_high"])
-    return f"range {low} to {high}" if low != high else "one price quote: no range"
+    return f"range {low} to {high}: prices and the model's error on published results" if low != high else "no range"
 
 
 def serving_lines(serving) -> list[str]:

@@ -73,7 +73,8 @@ def price_template() -> alt.LayerChart:
         title=alt.TitleParams(
             "Serving cost by accelerator",
             subtitle=[
-                "USD per million output tokens at your traffic; line = price range",
+                "USD per million output tokens at your traffic",
+                "line = range: price quotes and the model's error on published results",
                 OUTLIER_NOTE,
             ],
         ),

@@ -25,6 +25,7 @@ from workbook.catalog import Catalog
 from workbook.model import cost
 from workbook.model.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 from workbook.serving import disaggregated, replica
+from workbook.serving.band import throughput_band
 from workbook.serving.calibration import ServingEfficiency, calibrate
 from workbook.serving.scenario import ServeScenario
 
@@ -240,6 +241,9 @@ SERVE_COLUMNS = [
     "usd_per_million_tokens_low",
     "usd_per_million_tokens_high",
     "usd_per_million_tokens_at_full_load",
+    "model_error_low",
+    "model_error_high",
+    "model_error_basis",
     "kwh_per_million_tokens",
     "price_rows",
     "price_as_of",
@@ -262,25 +266,33 @@ def evaluate_serving(
         headroom=pl.lit(s.headroom),
     )
     tokens_per_hour = demand * SECONDS_PER_HOUR / 1e6  # millions of output tokens served per hour
-    frame = frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left").with_columns(
-        usd_per_hour=pl.col("chips") * pl.col("usd_per_chip_hour"),
-        usd_per_month=pl.col("chips") * pl.col("usd_per_chip_hour") * HOURS_PER_MONTH,
-        usd_per_month_low=pl.col("chips") * pl.col("usd_per_chip_hour_low") * HOURS_PER_MONTH,
-        usd_per_month_high=pl.col("chips") * pl.col("usd_per_chip_hour_high") * HOURS_PER_MONTH,
-        usd_per_million_tokens=pl.col("chips") * pl.col("usd_per_chip_hour") / tokens_per_hour,
-        usd_per_million_tokens_low=pl.col("chips") * pl.col("usd_per_chip_hour_low") / tokens_per_hour,
-        usd_per_million_tokens_high=pl.col("chips") * pl.col("usd_per_chip_hour_high") / tokens_per_hour,
-        usd_per_million_tokens_at_full_load=pl.col("chip_seconds_per_request")
-        / s.headroom
-        * pl.col("usd_per_chip_hour")
-        / SECONDS_PER_HOUR
-        * 1e6
-        / s.output_tokens,
-        kwh_per_million_tokens=cost.energy_kwh(
-            pl.col("chips"), pl.col("watts"), 1.0, s.assumptions.host_power_factor, s.assumptions.pue
+    # The ranges: the price spread, and the chips the model's held-out throughput error would add or save
+    # (:mod:`workbook.serving.band`).
+    low = pl.col("chips") * pl.col("usd_per_chip_hour_low") * pl.col("model_error_low").exp()
+    high = pl.col("chips") * pl.col("usd_per_chip_hour_high") * pl.col("model_error_high").exp()
+    frame = (
+        frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left")
+        .join(throughput_band(cat).for_stacks(frame["stack"]), on="stack", how="left")
+        .with_columns(
+            usd_per_hour=pl.col("chips") * pl.col("usd_per_chip_hour"),
+            usd_per_month=pl.col("chips") * pl.col("usd_per_chip_hour") * HOURS_PER_MONTH,
+            usd_per_month_low=low * HOURS_PER_MONTH,
+            usd_per_month_high=high * HOURS_PER_MONTH,
+            usd_per_million_tokens=pl.col("chips") * pl.col("usd_per_chip_hour") / tokens_per_hour,
+            usd_per_million_tokens_low=low / tokens_per_hour,
+            usd_per_million_tokens_high=high / tokens_per_hour,
+            usd_per_million_tokens_at_full_load=pl.col("chip_seconds_per_request")
+            / s.headroom
+            * pl.col("usd_per_chip_hour")
+            / SECONDS_PER_HOUR
+            * 1e6
+            / s.output_tokens,
+            kwh_per_million_tokens=cost.energy_kwh(
+                pl.col("chips"), pl.col("watts"), 1.0, s.assumptions.host_power_factor, s.assumptions.pue
+            )
+            / tokens_per_hour,
+            hbm_gb=pl.col("hbm_bytes") / 1e9,
         )
-        / tokens_per_hour,
-        hbm_gb=pl.col("hbm_bytes") / 1e9,
     )
     reason = (
         pl.when(pl.col("serve_reason").is_not_null())

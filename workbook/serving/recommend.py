@@ -10,10 +10,11 @@ the monthly cost and the idle capacity paid for, and the comparison with the run
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import polars as pl
 
-from workbook.present import count, per_million_tokens, price_basis, usd
+from workbook.present import count, per_million_tokens, price_basis, token_price, usd
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
 
@@ -134,6 +135,27 @@ def _interference_words(o: dict) -> str:
     return "Prefill is interleaved with decode steps, so both include its interference and the queueing."
 
 
+def range_line(o: dict) -> str:
+    """The cost's range: the price quotes' spread and how far the model's throughput has been from published
+    results of the stack within latency limits (:mod:`workbook.serving.band`)."""
+    fewer, more = math.exp(-o["model_error_low"]), math.exp(-o["model_error_high"])
+    basis = o["model_error_basis"]
+    results = basis.split(" held-out")[0] if basis[0].isdigit() else None
+    where = (
+        f"published results of {o['stack_name']} within latency limits ({results}, each predicted without its own "
+        "system's results)"
+        if results
+        else f"{o['stack_name']} has no published result within latency limits; those of every stack"
+    )
+    return (
+        f"Range {token_price(o['usd_per_million_tokens_low'])} to "
+        f"{per_million_tokens(o['usd_per_million_tokens_high'])} ({usd(o['usd_per_month_low'])} to "
+        f"{usd(o['usd_per_month_high'])} a month): the price quotes' spread, and {where} served {more:.2f}x to "
+        f"{fewer:.2f}x the throughput the model predicts for them: about {o['chips'] / fewer:,.0f} to "
+        f"{o['chips'] / more:,.0f} chips may be needed."
+    )
+
+
 def _stack_line(o: dict, scenario) -> str:
     note = o["stack_note"] or ""
     return (
@@ -206,6 +228,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
         f"{per_million_tokens(best['usd_per_million_tokens_at_full_load'])}.",
     ]
+    reasons.append(range_line(best))
     if best["price_secondary_source"]:
         reasons.append(
             "The price comes from a secondary source, not the provider's list: confirm it before committing."

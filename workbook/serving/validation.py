@@ -106,8 +106,9 @@ def validate(cat: Catalog, efficiency: ServingEfficiency | None = None) -> pl.Da
                 "predicted_near_max": detail.get("value_near_max"),
             }
         )
+    readings = ("predicted_value", "max_load_fraction", "published_load_fraction", "predicted_at_published_load")
     return (
-        pl.DataFrame(rows)
+        pl.DataFrame(rows, schema_overrides=dict.fromkeys((*readings, "predicted_near_max"), pl.Float64))
         .with_columns(pl.col("predicted_value").fill_nan(None))  # NaN: the published load overloads the model
         .with_columns(
             error=(pl.col("predicted_value") / pl.col("published_value")).log(),
