@@ -6,6 +6,7 @@ import pytest
 from workbook import catalog, serving
 from workbook.errors import InputError
 from workbook.model.spec import ModelSpec
+from workbook.serving import recommend
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +137,31 @@ def test_the_card_says_how_fp4_weights_are_multiplied(accelerator, words):
     rec = serving.recommend_serving(serving.evaluate_serving(s), s)
     words = words.format(fp4=serving.calibrate(catalog.load()).fp4)  # the fitted factor (0.60 when written)
     assert rec.best is not None and any(words in reason for reason in rec.reasons), rec.reasons
+
+
+def _option(**kw):
+    base = {
+        "name": "A",
+        "cloud": "c",
+        "stack": "trtllm",
+        "stack_name": "TensorRT-LLM",
+        "tpot_ms": 30.0,
+        "price_secondary_source": False,
+        "usd_per_million_tokens_low": 0.5,
+        "usd_per_million_tokens_high": 1.0,
+    }
+    return base | kw
+
+
+def test_overlapping_ranges_are_too_close_to_call_and_name_what_differs():
+    best = _option()
+    apart = _option(name="B", usd_per_million_tokens_low=1.01, usd_per_million_tokens_high=2.0)
+    assert recommend.close_call(best, apart) is None
+    same = recommend.close_call(best, _option(name="B", usd_per_million_tokens_low=0.9))
+    assert same.startswith("Too close to call against B on c") and "capacity you can actually get" in same
+    differ = recommend.close_call(
+        best,
+        _option(name="B", stack="vllm-rocm", stack_name="vLLM on ROCm", tpot_ms=45.0, price_secondary_source=True),
+    )
+    assert "p99 per token 30 ms here, 45 ms on B" in differ and "A's price is from the provider" in differ
+    assert "TensorRT-LLM or vLLM on ROCm" in differ and "capacity" not in differ

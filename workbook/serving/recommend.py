@@ -196,6 +196,28 @@ def _compare(best: dict, other: dict) -> str:
     )
 
 
+def close_call(best: dict, other: dict) -> str | None:
+    """One line when the two cost ranges overlap (prices and the model's error): what to decide on instead."""
+    if best["usd_per_million_tokens_high"] < other["usd_per_million_tokens_low"]:
+        return None
+    criteria = []
+    if abs(best["tpot_ms"] - other["tpot_ms"]) > 0.1 * min(best["tpot_ms"], other["tpot_ms"]):
+        criteria.append(
+            f"latency (p99 per token {best['tpot_ms']:,.0f} ms here, {other['tpot_ms']:,.0f} ms on {other['name']})"
+        )
+    if best["price_secondary_source"] != other["price_secondary_source"]:
+        firm = other if best["price_secondary_source"] else best
+        criteria.append(f"price certainty ({firm['name']}'s price is from the provider)")
+    if best["stack"] != other["stack"]:
+        criteria.append(f"the software your team can run ({best['stack_name']} or {other['stack_name']})")
+    if not criteria:
+        criteria.append("capacity you can actually get")
+    return (
+        f"Too close to call against {other['name']} on {other['cloud']} within the ranges: decide on "
+        f"{', '.join(criteria)}, or measure both on your traffic."
+    )
+
+
 def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
     """Rank ``frame`` (from ``evaluate_serving(scenario)``) and explain the winner."""
     ranked, blocked = rank_per_accelerator(frame, "usd_per_million_tokens")
@@ -235,6 +257,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         )
     if runners:
         reasons.append(_compare(best, runners[0]))
+        reasons.extend(line for line in [close_call(best, runners[0])] if line)
     mine = ", your price" if best.get("user_price") else ""
     headline = (
         f"Serve on {best['name']} ({best['cloud']}, {best['pricing_model']}{mine}) with {best['stack_name']}: "
