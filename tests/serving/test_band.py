@@ -37,6 +37,7 @@ def test_a_stack_with_no_result_takes_every_stacks_range_and_says_so(band):
     neuron, trtllm = looked_up.iter_rows(named=True)
     assert (neuron["model_error_low"], neuron["model_error_high"]) == (band.pooled_low, band.pooled_high)
     assert neuron["model_error_basis"].startswith("no published result of this stack")
+    assert neuron["model_error_results"] is None and trtllm["model_error_results"] > 0
     assert band.pooled_low <= trtllm["model_error_low"] and trtllm["model_error_high"] <= band.pooled_high
 
 

@@ -35,8 +35,8 @@ class ThroughputBand:
     pooled_results: int
 
     def for_stacks(self, stacks: pl.Series) -> pl.DataFrame:
-        """``stack``, ``model_error_low``, ``model_error_high``, ``model_error_basis`` for each stack in ``stacks``
-        (a stack with no result of its own gets the pooled range, and its basis says so)."""
+        """``stack``, ``model_error_low``, ``model_error_high``, ``model_error_results`` (the stack's own results;
+        null for a stack with none, which gets the pooled range) and ``model_error_basis`` for each of ``stacks``."""
         pooled = (
             f"no published result of this stack within latency limits: the range of all {self.pooled_results} "
             "results of every stack"
@@ -48,6 +48,7 @@ class ThroughputBand:
                 "stack",
                 model_error_low=pl.col("low").fill_null(self.pooled_low),
                 model_error_high=pl.col("high").fill_null(self.pooled_high),
+                model_error_results=pl.col("results"),
                 model_error_basis=pl.col("basis").fill_null(pooled),
             )
         )

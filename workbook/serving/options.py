@@ -243,6 +243,7 @@ SERVE_COLUMNS = [
     "usd_per_million_tokens_at_full_load",
     "model_error_low",
     "model_error_high",
+    "model_error_results",
     "model_error_basis",
     "kwh_per_million_tokens",
     "price_rows",

@@ -139,12 +139,10 @@ def range_line(o: dict) -> str:
     """The cost's range: the price quotes' spread and how far the model's throughput has been from published
     results of the stack within latency limits (:mod:`workbook.serving.band`)."""
     fewer, more = math.exp(-o["model_error_low"]), math.exp(-o["model_error_high"])
-    basis = o["model_error_basis"]
-    results = basis.split(" held-out")[0] if basis[0].isdigit() else None
     where = (
-        f"published results of {o['stack_name']} within latency limits ({results}, each predicted without its own "
-        "system's results)"
-        if results
+        f"published results of {o['stack_name']} within latency limits ({o['model_error_results']}, each predicted "
+        "without its own system's results)"
+        if o["model_error_results"]
         else f"{o['stack_name']} has no published result within latency limits; those of every stack"
     )
     return (
@@ -249,8 +247,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, {price_basis(best)} "
         f"as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
         f"{per_million_tokens(best['usd_per_million_tokens_at_full_load'])}.",
+        range_line(best),
     ]
-    reasons.append(range_line(best))
     if best["price_secondary_source"]:
         reasons.append(
             "The price comes from a secondary source, not the provider's list: confirm it before committing."
