@@ -203,8 +203,8 @@ def test_validation_on_newest_fp8_bf16_results_held_out(validated):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 14, not met: under MLPerf v5.1's Interactive limits (p99 TPOT 40 ms) the model gives one H200 "
-    "0.56x and one MI325X 0.68x the published throughput (worst 1.80x, target 1.4x)",
+    reason="issue 14, not met: within MLPerf v5.1's Interactive limits the model gives H200 0.29x the published "
+    "throughput on Llama 3.1 405B and 0.56x on Llama 2 70B, MI325X 0.68x (worst 3.41x, target 1.4x)",
 )
 def test_no_newest_result_is_off_by_more_than_the_target(validated):
     newest = validation.newest(validated)
@@ -215,20 +215,23 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     latency = validation.server_latency(validated)
     assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
     assert set(latency["statistic"]) == {"mean", "p99"}  # every published statistic is compared like with like
-    # Measured when written, at the model's highest load refined between the 1% grid's loads: 51 of 72 within 30%
-    # (23 of the 28 under the Interactive limits, 28 of the 44 under the Server ones; on the 28 v4.1/v5.0 Server rows
-    # 18, 14 before the KV reads were added to the decode FLOPs, the all-reduce efficiency fitted, Mixtral's prompt
-    # lengths measured, TensorRT-LLM's KV cache sized from free memory and the slot wait taken from the many-server
-    # Erlang C; 11 before the submitters' settings). At the edge the p99 first token sits at its limit wherever a
-    # queue binds; at 1% less traffic (``predicted_near_max``) 54 of 72.
-    assert {"MLPerf v5.1"} <= set(latency["round"]) and set(latency["tpot_limit_ms"]) == {40, 200}
-    v50_tpot = latency.filter((pl.col("round") == "MLPerf v5.0") & (pl.col("measure") == "tpot_ms"))
+    # Measured when written, at the model's highest load refined between the 1% grid's loads: 69 of 112 within 30%
+    # (Llama 2 70B: 22 of 28 under the Interactive limits, 27 of 40 under the Server ones; Llama 3.1 405B 11 of 24,
+    # 8B 8 of 16, Mixtral 1 of 4. On the 28 v4.1/v5.0 Server rows 18, 14 before the KV reads were added to the
+    # decode FLOPs, the all-reduce efficiency fitted, Mixtral's prompt lengths measured, TensorRT-LLM's KV cache sized
+    # from free memory and the slot wait taken from the many-server Erlang C; 11 before the submitters' settings).
+    # At the edge the p99 first token sits at its limit wherever a queue binds; at 1% less traffic
+    # (``predicted_near_max``) 72 of 112.
+    assert {"MLPerf v5.1"} <= set(latency["round"]) and {40, 80, 200} <= set(latency["tpot_limit_ms"])
+    v50_tpot = latency.filter(
+        (pl.col("round") == "MLPerf v5.0") & (pl.col("measure") == "tpot_ms") & pl.col("run_id").str.contains("llama2")
+    )
     assert v50_tpot.height == 12 and v50_tpot["within_target"].all()  # H100, H200 (FP8), B200 (FP4); both limits
-    interactive = latency.filter(pl.col("tpot_limit_ms") == 40)
-    assert interactive.height == 28 and interactive["within_target"].sum() >= 23
-    assert latency["within_target"].sum() >= 51
+    interactive = latency.filter((pl.col("tpot_limit_ms") == 40) & pl.col("run_id").str.contains("llama2"))
+    assert interactive.height == 28 and interactive["within_target"].sum() >= 22
+    assert latency["within_target"].sum() >= 69
     near = latency["error_near_max"].abs() <= validation.TARGET_LATENCY
-    assert near.sum() >= 54
+    assert near.sum() >= 72
     edge = latency.filter((pl.col("statistic") == "p99") & (pl.col("measure") == "ttft_ms"))
     assert (edge["predicted_value"] >= edge["predicted_near_max"]).all()  # latency only climbs toward the edge
     # AMD's harness holds queries 300 ms and hands each batch to one GPU: its first tokens take ~1 s, not ~0.3 s.

@@ -254,14 +254,34 @@ def slot_wait_seconds(sequences, max_sequences, hold_s, waiting=None):
     return waiting * hold_s / (max_sequences - sequences)
 
 
+def first_token_steps(prefill_load=0.0):
+    """Steps around a prompt's first token besides its prefill: the rest of the running step and the step that
+    carries the prompt and emits the token. Steps carry the prompts' prefill: a fraction ``prefill_load`` u of the
+    replica's time (:func:`prefill_wait_seconds`). The step the prompt joins carries it and the prompts that arrived
+    during the running step's rest, whose non-prefill part is step x (1 - u) and whose mean rest is step / 2 (the
+    length-biased excess is the prefill wait): 3/2 - u/2 steps in all; 3/2 at u = 0."""
+    return 1.5 - prefill_load / 2
+
+
 def ttft_seconds(prefill_s, step_s, wait_s, prefill_load=0.0):
-    """Rest of the running step + the prompt's prefill + the rest of the step that carries it and emits the first
-    token, plus ``wait_s`` (for a slot, for the prompts ahead). Steps carry the prompts' prefill: a fraction
-    ``prefill_load`` u of the replica's time (:func:`prefill_wait_seconds`). The step the prompt joins carries it
-    and the prompts that arrived during the running step's rest, whose non-prefill part is step x (1 - u) and whose
-    mean rest is step / 2 (the length-biased excess is the prefill wait): step x (3/2 - u/2) in all. At u = 0:
-    step / 2 + step."""
-    return step_s * (1.5 - prefill_load / 2) + prefill_s + wait_s
+    """Mean time to first token: the steps around it (:func:`first_token_steps`) + the prompt's prefill +
+    ``wait_s`` (for a slot, for the prompts ahead)."""
+    return step_s * first_token_steps(prefill_load) + prefill_s + wait_s
+
+
+def percentile_of_sum(means, percentiles):
+    """A percentile of the sum of independent delays, from each one's mean and the same percentile of it: the
+    means add and the excesses over them add in quadrature, sum(m) + sqrt(sum((p - m)^2)) (exact for normal
+    delays). Adding the percentiles themselves would put every delay at its own tail at once. Checked against a
+    simulation of a lognormal prompt's prefill plus an M/G/1 wait (an atom at zero and an exponential tail): within
+    -2%..+6% of the simulated 99th percentile, where adding the percentiles overshoots by 9-38%
+    (tests/model/test_serving_formulas.py). A delay whose percentile is infinite makes the sum infinite."""
+    total = sum(means)
+    excess = _sqrt(sum((p - m) ** 2 for m, p in zip(means, percentiles, strict=True)))
+    if isinstance(total, pl.Expr) or isinstance(excess, pl.Expr):
+        return (total + excess).fill_nan(math.inf)
+    value = total + excess
+    return math.inf if math.isnan(value) else value
 
 
 def prefill_wait_seconds(requests_per_s, prefill_per_token_s, prompt_tokens_squared, prefill_load):

@@ -1,12 +1,13 @@
-"""How far the model's serving throughput has been from published results, per software stack: the range the
-answer's cost carries besides the price spread.
+"""How far the model's serving throughput has been from published results: the range the answer's cost carries
+besides the price spread.
 
 The results are those that ask the serving card's question, how much a system serves within latency limits
 (MLPerf's Server and Interactive throughput: ``scenario`` server, ``tokens_per_s``), each predicted without any
 result of its own system (:func:`workbook.serving.validation.validate`); for each accelerator the newest round
 it ran in with the stack (the software a buyer would run on it today). ``low`` / ``high`` are the lowest and
-highest ln(predicted / published) of the stack, widened to include 0 so that the model's own answer lies inside;
-a stack with no such result takes the range of all of them (``basis`` says which).
+highest ln(predicted / published), widened to include 0 so that the model's own answer lies inside: of the
+option's chip with its stack where it has such results, else of the stack on other chips, else of every result
+(``model_error_scope`` says which: chip, stack, all).
 
 A replica count follows the throughput, so the chips, and the cost at the user's traffic, scale as
 published / predicted: the cost's range is ``cost x exp(low)`` to ``cost x exp(high)`` (whole replicas aside).
@@ -23,66 +24,54 @@ from workbook.catalog import Catalog
 from workbook.serving.calibration import STACK_NAMES, calibrate
 from workbook.serving.validation import validate
 
+BAND_COLUMNS = ["model_error_low", "model_error_high", "model_error_results", "model_error_scope"]
+
 
 @dataclasses.dataclass(frozen=True)
 class ThroughputBand:
-    """Per stack: ``low`` / ``high`` ln(predicted / published), ``results`` behind them and their ``basis``;
-    ``pooled``: the same over every stack's results, for a stack with none."""
+    """``errors``: each held-out result's stack, accelerator and ln(predicted / published) (column ``error``)."""
 
-    stacks: pl.DataFrame  # stack, low, high, results, basis
-    pooled_low: float
-    pooled_high: float
-    pooled_results: int
+    errors: pl.DataFrame  # run_id, stack, accelerator_id, error
 
-    def for_stacks(self, stacks: pl.Series) -> pl.DataFrame:
-        """``stack``, ``model_error_low``, ``model_error_high``, ``model_error_results`` (the stack's own results;
-        null for a stack with none, which gets the pooled range) and ``model_error_basis`` for each of ``stacks``."""
-        pooled = (
-            f"no published result of this stack within latency limits: the range of all {self.pooled_results} "
-            "results of every stack"
-        )
+    def for_options(self, options: pl.DataFrame) -> pl.DataFrame:
+        """``options`` (``stack``, ``accelerator_id``) with :data:`BAND_COLUMNS`: the range of the chip's own
+        results with its stack, else of the stack's, else of every result."""
+        chip = _range(self.errors, ["stack", "accelerator_id"], "chip")
+        stack = _range(self.errors, ["stack"], "stack")
+        pooled = _range(self.errors.with_columns(_all=pl.lit(0)), ["_all"], "all").drop("_all")
+        keys = options.select("stack", "accelerator_id").unique()
+        levels = [
+            keys.join(chip, on=["stack", "accelerator_id"], how="inner"),
+            keys.join(stack, on="stack", how="inner"),
+            keys.join(pooled, how="cross"),
+        ]
+        # The most specific level of each option: the first one that has it.
         return (
-            pl.DataFrame({"stack": stacks.unique()})
-            .join(self.stacks, on="stack", how="left")
-            .select(
-                "stack",
-                model_error_low=pl.col("low").fill_null(self.pooled_low),
-                model_error_high=pl.col("high").fill_null(self.pooled_high),
-                model_error_results=pl.col("results"),
-                model_error_basis=pl.col("basis").fill_null(pooled),
-            )
+            pl.concat(levels, how="vertical_relaxed")
+            .unique(["stack", "accelerator_id"], keep="first", maintain_order=True)
+            .select("stack", "accelerator_id", *BAND_COLUMNS)
         )
+
+
+def _range(errors: pl.DataFrame, keys: list[str], scope: str) -> pl.DataFrame:
+    return errors.group_by(keys).agg(
+        model_error_low=pl.min_horizontal(pl.col("error").min(), pl.lit(0.0)),
+        model_error_high=pl.max_horizontal(pl.col("error").max(), pl.lit(0.0)),
+        model_error_results=pl.len(),
+        model_error_scope=pl.lit(scope),
+    )
 
 
 @cache.per_catalog("serving-throughput-band", ThroughputBand)  # once per table content and code version
 def throughput_band(cat: Catalog) -> ThroughputBand:
-    """The range of the model's held-out throughput error within latency limits, per stack (module docstring)."""
+    """The held-out throughput errors within latency limits behind the cost ranges (module docstring)."""
     rows = cat.inference_runs.filter(
         (pl.col("scenario") == "server")
         & (pl.col("measure") == "tokens_per_s")
         & pl.col("stack").is_in(list(STACK_NAMES))
     )
     newest = rows.filter(pl.col("published") == pl.col("published").max().over("stack", "accelerator_id"))
-    errors = validate(dataclasses.replace(cat, inference_runs=newest), calibrate(cat)).filter(
-        pl.col("error").is_not_null()
-    )
-    stacks = (
-        errors.group_by("stack")
-        .agg(
-            low=pl.min_horizontal(pl.col("error").min(), pl.lit(0.0)),
-            high=pl.max_horizontal(pl.col("error").max(), pl.lit(0.0)),
-            results=pl.len(),
-            basis=pl.format(
-                "{} held-out result(s) within latency limits ({})",
-                pl.len(),
-                pl.col("run_id").sort().str.join(", "),
-            ),
-        )
-        .sort("stack")
-    )
+    errors = validate(dataclasses.replace(cat, inference_runs=newest), calibrate(cat))
     return ThroughputBand(
-        stacks=stacks,
-        pooled_low=min(errors["error"].min(), 0.0),
-        pooled_high=max(errors["error"].max(), 0.0),
-        pooled_results=errors.height,
+        errors=errors.filter(pl.col("error").is_not_null()).select("run_id", "stack", "accelerator_id", "error")
     )

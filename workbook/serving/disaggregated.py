@@ -74,7 +74,8 @@ def _prefill_at(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataF
         prefill_rps=pl.col("_rps"),
         kv_transfer_ms=transfer * 1000,
         prefill_ttft_mean_ms=(pl.col("_wait") + service + transfer) * 1000,
-        prefill_ttft_ms=(wait_p + tail + transfer_tail) * 1000,
+        prefill_ttft_ms=sv.percentile_of_sum((pl.col("_wait"), service + transfer), (wait_p, tail + transfer_tail))
+        * 1000,
     ).drop("_rho", "_rps", "_wait")
 
 

@@ -244,7 +244,7 @@ SERVE_COLUMNS = [
     "model_error_low",
     "model_error_high",
     "model_error_results",
-    "model_error_basis",
+    "model_error_scope",
     "kwh_per_million_tokens",
     "price_rows",
     "price_as_of",
@@ -273,7 +273,7 @@ def evaluate_serving(
     high = pl.col("chips") * pl.col("usd_per_chip_hour_high") * pl.col("model_error_high").exp()
     frame = (
         frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left")
-        .join(throughput_band(cat).for_stacks(frame["stack"]), on="stack", how="left")
+        .join(throughput_band(cat).for_options(frame), on=["stack", "accelerator_id"], how="left")
         .with_columns(
             usd_per_hour=pl.col("chips") * pl.col("usd_per_chip_hour"),
             usd_per_month=pl.col("chips") * pl.col("usd_per_chip_hour") * HOURS_PER_MONTH,

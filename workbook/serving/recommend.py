@@ -139,12 +139,13 @@ def range_line(o: dict) -> str:
     """The cost's range: the price quotes' spread and how far the model's throughput has been from published
     results of the stack within latency limits (:mod:`workbook.serving.band`)."""
     fewer, more = math.exp(-o["model_error_low"]), math.exp(-o["model_error_high"])
-    where = (
-        f"published results of {o['stack_name']} within latency limits ({o['model_error_results']}, each predicted "
-        "without its own system's results)"
-        if o["model_error_results"]
-        else f"{o['stack_name']} has no published result within latency limits; those of every stack"
-    )
+    results = f"{o['model_error_results']}, each predicted without its own system's results"
+    where = {
+        "chip": f"published results of {o['stack_name']} on this chip within latency limits ({results})",
+        "stack": f"this chip has no published result within latency limits; {o['stack_name']}'s on other chips "
+        f"({results})",
+        "all": f"{o['stack_name']} has no published result within latency limits; those of every stack ({results})",
+    }[o["model_error_scope"]]
     return (
         f"Range {token_price(o['usd_per_million_tokens_low'])} to "
         f"{per_million_tokens(o['usd_per_million_tokens_high'])} ({usd(o['usd_per_month_low'])} to "

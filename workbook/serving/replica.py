@@ -357,23 +357,37 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     step_p_s, work_s, load_p = pl.col("_step_p_s"), pl.col("_work_s"), pl.col("_prefill_load")
     # The prompts ahead hold it back by their token count (the step budget) or by their prefill work, whichever
     # binds: two measures of the same FCFS queue.
-    wait_s = sched.dispatch_window_s / 2 + pl.max_horizontal(queue_s, work_s) + (pl.col("_prompt_steps") - 1) * step_s
-    wait_p_s = (
-        sv.LATENCY_PERCENTILE * sched.dispatch_window_s
-        + pl.max_horizontal(prompt_queue_percentile(queue_s, pl.col("_u")), prompt_queue_percentile(work_s, load_p))
+    queue_wait_s = pl.max_horizontal(queue_s, work_s)
+    queue_wait_p_s = pl.max_horizontal(
+        prompt_queue_percentile(queue_s, pl.col("_u")), prompt_queue_percentile(work_s, load_p)
+    )
+    # The prompt's own part: its prefill (with the prompts the harness batched with it) and the rest of its steps.
+    own_s = (
+        prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s))
+        + (pl.col("_prompt_steps") - 1) * step_s
+    )
+    own_p_s = (
+        pl.col("prefill_tail_s")
+        + prefill_per_token_s * dispatch_burst_tokens(sched, rps, s, sv.LATENCY_PERCENTILE)
         + (pl.col("_prompt_steps_p") - 1) * step_p_s
     )
-    prefill_mean_s = prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s))
-    prefill_p_s = pl.col("prefill_tail_s") + prefill_per_token_s * dispatch_burst_tokens(
-        sched, rps, s, sv.LATENCY_PERCENTILE
+    # The first token's delays, (mean, 99th percentile) each, independent of one another: the steps around it,
+    # the prompt's own prefill, the prompts ahead, a free slot, the harness's window. The 99th percentile of their
+    # sum is not the sum of theirs (sv.percentile_of_sum).
+    carry = sv.first_token_steps(load_p)
+    waits = (
+        (queue_wait_s, queue_wait_p_s),
+        (pl.col("_slot_wait_s"), pl.col("_slot_wait_p_s")),
+        (pl.lit(sched.dispatch_window_s / 2), pl.lit(sv.LATENCY_PERCENTILE * sched.dispatch_window_s)),
     )
+    delays = ((step_s * carry, step_p_s * carry), (own_s, own_p_s), *waits)
     frame = frame.with_columns(
         load_fraction=rho,
         requests_per_s_per_replica=rps,
         tpot_mean_ms=step_s * 1000,
-        ttft_mean_ms=sv.ttft_seconds(prefill_mean_s, step_s, pl.col("_slot_wait_s") + wait_s, load_p) * 1000,
+        ttft_mean_ms=sv.ttft_seconds(own_s, step_s, sum(mean for mean, _ in waits), load_p) * 1000,
         tpot_ms=step_p_s * 1000,
-        ttft_ms=sv.ttft_seconds(prefill_p_s, step_p_s, pl.col("_slot_wait_p_s") + wait_p_s, load_p) * 1000,
+        ttft_ms=sv.percentile_of_sum(*zip(*delays, strict=True)) * 1000,
         sequences=sequences,
         kv_cache_gb=sequences * pl.col("kv_gb_per_sequence"),
         tokens_per_s_per_replica=rps * s.output_tokens,
