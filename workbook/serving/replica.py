@@ -346,46 +346,47 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         _prompt_steps=prompt_steps(sched, s.prompt_tokens, sequences),
         _prompt_steps_p=prompt_steps(sched, s.prompt_tokens_tail, sequences),
     )
-    busy, queue_s = pl.col("_busy"), pl.col("_queue_s")
-    frame = frame.with_columns(within_token_budget=pl.col("_u") < 1, _waiting=sv.waiting_probability(busy, slots))
-    waiting = pl.col("_waiting")
+    busy, queue_s, work_s, load_p = pl.col("_busy"), pl.col("_queue_s"), pl.col("_work_s"), pl.col("_prefill_load")
     frame = frame.with_columns(
-        _step_p_s=pl.max_horizontal(step_s, sv.step_percentile_seconds(weights_s, per_sequence_s, busy, slots)),
+        within_token_budget=pl.col("_u") < 1,
+        _waiting=sv.waiting_probability(busy, slots),
+        # The prompts ahead hold it back by their token count (the step budget) or by their prefill work,
+        # whichever binds: two measures of the same FCFS queue.
+        _queue_wait_s=pl.max_horizontal(queue_s, work_s),
+        _queue_wait_p_s=pl.max_horizontal(
+            prompt_queue_percentile(queue_s, pl.col("_u")), prompt_queue_percentile(work_s, load_p)
+        ),
+        _carry=sv.first_token_steps(load_p),
+    )
+    waiting = pl.col("_waiting")
+    step_p_s = pl.max_horizontal(step_s, sv.step_percentile_seconds(weights_s, per_sequence_s, busy, slots))
+    # The prompt's own part: its prefill (with the prompts the harness batched with it) and the rest of its steps.
+    frame = frame.with_columns(
+        _step_p_s=step_p_s,
         _slot_wait_s=sv.slot_wait_seconds(busy, slots, hold_s, waiting=waiting),
         _slot_wait_p_s=sv.slot_wait_percentile_seconds(busy, slots, hold_s, waiting=waiting),
-    )
-    step_p_s, work_s, load_p = pl.col("_step_p_s"), pl.col("_work_s"), pl.col("_prefill_load")
-    # The prompts ahead hold it back by their token count (the step budget) or by their prefill work, whichever
-    # binds: two measures of the same FCFS queue.
-    queue_wait_s = pl.max_horizontal(queue_s, work_s)
-    queue_wait_p_s = pl.max_horizontal(
-        prompt_queue_percentile(queue_s, pl.col("_u")), prompt_queue_percentile(work_s, load_p)
-    )
-    # The prompt's own part: its prefill (with the prompts the harness batched with it) and the rest of its steps.
-    own_s = (
-        prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s))
-        + (pl.col("_prompt_steps") - 1) * step_s
-    )
-    own_p_s = (
-        pl.col("prefill_tail_s")
+        _own_s=prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s))
+        + (pl.col("_prompt_steps") - 1) * step_s,
+        _own_p_s=pl.col("prefill_tail_s")
         + prefill_per_token_s * dispatch_burst_tokens(sched, rps, s, sv.LATENCY_PERCENTILE)
-        + (pl.col("_prompt_steps_p") - 1) * step_p_s
+        + (pl.col("_prompt_steps_p") - 1) * step_p_s,
     )
+    step_p_s = pl.col("_step_p_s")
     # The first token's delays, (mean, 99th percentile) each, independent of one another: the steps around it,
     # the prompt's own prefill, the prompts ahead, a free slot, the harness's window. The 99th percentile of their
     # sum is not the sum of theirs (sv.percentile_of_sum).
-    carry = sv.first_token_steps(load_p)
     waits = (
-        (queue_wait_s, queue_wait_p_s),
+        (pl.col("_queue_wait_s"), pl.col("_queue_wait_p_s")),
         (pl.col("_slot_wait_s"), pl.col("_slot_wait_p_s")),
         (pl.lit(sched.dispatch_window_s / 2), pl.lit(sv.LATENCY_PERCENTILE * sched.dispatch_window_s)),
     )
-    delays = ((step_s * carry, step_p_s * carry), (own_s, own_p_s), *waits)
+    own = (pl.col("_own_s"), pl.col("_own_p_s"))
+    delays = ((step_s * pl.col("_carry"), step_p_s * pl.col("_carry")), own, *waits)
     frame = frame.with_columns(
         load_fraction=rho,
         requests_per_s_per_replica=rps,
         tpot_mean_ms=step_s * 1000,
-        ttft_mean_ms=sv.ttft_seconds(own_s, step_s, sum(mean for mean, _ in waits), load_p) * 1000,
+        ttft_mean_ms=sv.ttft_seconds(own[0], step_s, sum(mean for mean, _ in waits), load_p) * 1000,
         tpot_ms=step_p_s * 1000,
         ttft_ms=sv.percentile_of_sum(*zip(*delays, strict=True)) * 1000,
         sequences=sequences,
