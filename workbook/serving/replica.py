@@ -25,7 +25,8 @@ queue at the GPU's speed, :func:`prefill_work_wait`); the longer of the two wait
 in ceil(P / per-step share) steps when it may be chunked (one step otherwise). A harness that holds queries for
 ``dispatch_window_s`` to batch them (and sends each batch to one of ``replicas_per_dispatcher`` replicas) adds the
 window (half on average) and the prefill of the prompts batched with it. Prompt lengths: lognormal through the
-mean and the 99th percentile when that is known.
+mean and the 99th percentile when that is known. The p99 first token is the 99th percentile of the sum of these
+independent delays, not the sum of their percentiles (:func:`workbook.model.serving.percentile_of_sum`).
 """
 
 from __future__ import annotations
@@ -360,11 +361,11 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     )
     waiting = pl.col("_waiting")
     step_p_s = pl.max_horizontal(step_s, sv.step_percentile_seconds(weights_s, per_sequence_s, busy, slots))
-    # The prompt's own part: its prefill (with the prompts the harness batched with it) and the rest of its steps.
     frame = frame.with_columns(
         _step_p_s=step_p_s,
         _slot_wait_s=sv.slot_wait_seconds(busy, slots, hold_s, waiting=waiting),
         _slot_wait_p_s=sv.slot_wait_percentile_seconds(busy, slots, hold_s, waiting=waiting),
+        # The prompt's own part: its prefill (with the prompts the harness batched with it) and its other steps.
         _own_s=prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s))
         + (pl.col("_prompt_steps") - 1) * step_s,
         _own_p_s=pl.col("prefill_tail_s")
