@@ -3,6 +3,7 @@
 import pytest
 
 from workbook import catalog
+from workbook.serving import validation
 from workbook.serving.calibration import calibrate
 
 
@@ -14,3 +15,9 @@ def cat():
 @pytest.fixture(scope="session")
 def eff(cat):
     return calibrate(cat)
+
+
+@pytest.fixture(scope="session")
+def validated(cat):
+    """Every published result against the model's prediction, held out (:func:`validation.validate`)."""
+    return validation.validate(cat)

@@ -88,8 +88,8 @@ def test_the_engine_batch_limit_caps_sequences_and_the_users_limit_replaces_it(c
 
 
 @pytest.fixture(scope="module")
-def latency(cat):
-    return validation.server_latency(validation.validate(cat))
+def latency(validated):
+    return validation.server_latency(validated)
 
 
 def test_a_run_below_the_models_maximum_reads_a_lower_latency_at_its_published_load(cat, latency):

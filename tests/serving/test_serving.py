@@ -184,11 +184,6 @@ def test_every_offered_accelerator_gets_an_answer(cat):
     assert frame.filter(pl.col("feasible"))["usd_per_million_tokens"].min() > 0
 
 
-@pytest.fixture(scope="module")
-def validated(cat):
-    return validation.validate(cat)
-
-
 def test_validation_on_newest_fp8_bf16_results_held_out(validated):
     newest = validation.newest(validated)
     assert {"mlperf51-h200x8-llama2-70b-server", "mlperf51-mi300x8-llama2-70b-offline"} <= set(newest["run_id"])

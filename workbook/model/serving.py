@@ -14,6 +14,12 @@
   KV reads = O x kv_per_token x C / (t bw eta_bw)  (each decode step reads the sequence's cache)
   c = 2 all-reduces per layer of the token's hidden state over the tensor-parallel chips, at the link's one-way
   bandwidth x the all-reduce efficiency ``eta_ar`` (calibrated: :mod:`workbook.serving.calibration`).
+* An all-reduce costs a latency plus its bytes over a bandwidth, in one of two regimes, as collective libraries
+  choose by message size (NCCL's low-latency protocols and one-shot kernels for small messages, its ring / NVLS
+  algorithms for large ones): a decode step's few tokens pay ``SMALL_ALLREDUCE_LATENCY_S`` per all-reduce in every
+  step (:func:`allreduce_latency_seconds_per_step`, part of the step's fixed time beside the weight read) and
+  travel at ``eta_ar`` of the link; a long prompt's tokens travel together, at the link's full one-way speed after
+  ``BULK_ALLREDUCE_LATENCY_S`` (:func:`prompt_allreduce_seconds_per_token`).
 * Continuous batching with chunked prefill: every step reads the weights once (``weights_s`` = weight bytes per
   chip / (bw eta_bw)) and, at load lambda requests/s, spends lambda x step x (decode + KV reads + prefill) on
   the requests' work: prefill chunks steal time from decode steps instead of waiting for an idle replica. So
@@ -38,9 +44,10 @@ Percentiles (latency targets, like MLPerf's server limits, are 99th percentiles:
   batch it lives with: the sequences in flight fluctuate around their mean B like a Poisson count (infinite-server
   occupancy), B_p = B + z_p sqrt(B), and never exceed the slots S (a full replica queues instead:
   its step stops growing and the wait moves into the first token).
-* First token at the percentile: the slot wait's tail (M/M/c: P(W > t) = C exp(-(c mu - lambda) t), C the
-  probability of waiting, c mu - lambda = (S - B) / hold) plus the prefill of the percentile prompt and the
-  percentile step. Adding percentiles bounds the sum's percentile from above (conservative).
+* First token at the percentile: its delays are the slot wait (M/M/c: P(W > t) = C exp(-(c mu - lambda) t), C the
+  probability of waiting, c mu - lambda = (S - B) / hold), the wait for the prompts ahead, the prefill of the
+  percentile prompt and the steps around it; the percentile of their sum is not the sum of their percentiles
+  (:func:`percentile_of_sum`).
 For a mixture of experts the weights read per step grow from the active to the total parameters as the batch
 touches more experts: min(total, active x B).
 """
@@ -60,7 +67,15 @@ KV_TENSORS = 2  # keys and values
 ALLREDUCES_PER_LAYER = 2  # Megatron tensor parallel: one after attention, one after the MLP
 ACTIVATION_BYTES = 2.0  # all-reduced activations travel in BF16
 LINK_DIRECTIONS = 2  # link figures are bidirectional totals; a ring all-reduce sends in one direction
-LATENCY_PERCENTILE = 0.99  # the statistic latency targets (and MLPerf's server limits) set
+LATENCY_PERCENTILE = 0.99
+# All-reduce latencies on NVLink (published microbenchmarks on H100; used for every GPU, stated in the card):
+# * small messages: 10 us (vLLM PR #22086, H100 TP2, all-reduce + RMSNorm of 32-64 tokens x 8192 (0.5-1 MB):
+#   10-12 us; PR #24111, H100 TP6, 0.5 MB: 13 us with its best kernel, 23 us with NCCL);
+# * large messages: 45 us, then the link's one-way bandwidth (vLLM PR #42324, Hopper NCCL all-reduce of 8-128 MiB:
+#   76-561 us, a line through them gives 44 us + 454 GB/s bus bandwidth; nccl-tests on 8x H100 reach 460-480 GB/s
+#   bus bandwidth at large sizes against NVLink 4's 450 GB/s one way, docs.alayanew.com "NCCL-tests in practice").
+SMALL_ALLREDUCE_LATENCY_S = 10e-6
+BULK_ALLREDUCE_LATENCY_S = 45e-6  # the statistic latency targets (and MLPerf's server limits) set
 
 
 def _maximum(a, b):
@@ -141,6 +156,21 @@ def allreduce_seconds_per_token(n_layers, hidden_dim, chips, link_bytes_per_s, e
     return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / one_way
 
 
+def allreduce_latency_seconds_per_step(n_layers):
+    """The fixed part of a step's tensor-parallel all-reduces: 2 per layer, each ``SMALL_ALLREDUCE_LATENCY_S``
+    however few tokens the step carries (the latency a decode step of one sequence pays)."""
+    return n_layers * ALLREDUCES_PER_LAYER * SMALL_ALLREDUCE_LATENCY_S
+
+
+def prompt_allreduce_seconds_per_token(n_layers, small_per_token, bulk_per_token, prompt_tokens):
+    """Per prompt token, its all-reduces: a prompt's tokens travel in one message per all-reduce, large enough for
+    the bandwidth-optimal algorithm (``bulk_per_token``, at the link's speed) once its extra latency
+    (``BULK_ALLREDUCE_LATENCY_S`` - ``SMALL_ALLREDUCE_LATENCY_S``) is spread over the prompt; a short prompt stays
+    with the low-latency one (``small_per_token``), as decode tokens do. The cheaper of the two."""
+    extra = n_layers * ALLREDUCES_PER_LAYER * (BULK_ALLREDUCE_LATENCY_S - SMALL_ALLREDUCE_LATENCY_S) / prompt_tokens
+    return _minimum(small_per_token, bulk_per_token + extra)
+
+
 def pipeline_hop_seconds_per_token(stages, hidden_dim, one_way_bytes_per_s):
     """Pipeline parallel: each of the stages - 1 boundaries sends the token's hidden state (BF16) to the next
     stage's chips at the link's one-way bandwidth; not overlapped with the stages' work (conservative: it is small,
@@ -149,7 +179,16 @@ def pipeline_hop_seconds_per_token(stages, hidden_dim, one_way_bytes_per_s):
 
 
 def request_seconds(
-    shape, prompt_tokens, output_tokens, chips, peak, eta_c, comm_per_token, prompt_tokens_squared, output_squared=None
+    shape,
+    prompt_tokens,
+    output_tokens,
+    chips,
+    peak,
+    eta_c,
+    comm_per_token,
+    prompt_tokens_squared,
+    output_squared=None,
+    prompt_comm_per_token=None,
 ):
     """(prefill, decode) replica-seconds of compute one request costs: the matmuls' 2 N_active per token plus
     attention (:mod:`workbook.model.flops`: quadratic in the prompt for prefill, over the mean decode context
@@ -161,7 +200,7 @@ def request_seconds(
     prefill = (
         FMA_FLOPS * active_params * prompt_tokens
         + flops.prefill_attention_flops(n_layers, attention_dim, prompt_tokens_squared)
-    ) / rate + prompt_tokens * comm_per_token
+    ) / rate + prompt_tokens * (comm_per_token if prompt_comm_per_token is None else prompt_comm_per_token)
     context = decode_context_tokens(prompt_tokens, output_tokens, output_squared)
     decode_attention = flops.decode_attention_flops(n_layers, attention_dim, context)
     decode = output_tokens * ((FMA_FLOPS * active_params + decode_attention) / rate + comm_per_token)

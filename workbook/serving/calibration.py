@@ -1,17 +1,21 @@
 """Serving efficiencies per software stack, fitted on that stack's published results
 (``data/inference_runs.csv``, role ``calibrate``) with the same formulas the prediction uses.
 
-* HBM bandwidth efficiency ``eta_bw``: batch-1 decode steps of the stack (ideal step / published step);
-  a stack with none uses the median of every stack's batch-1 rows, and says so.
+* HBM bandwidth efficiency ``eta_bw``: batch-1 decode steps of the stack (ideal step / the published step less
+  its all-reduces' latency, :func:`workbook.model.serving.allreduce_latency_seconds_per_step`, on a GPU replica of
+  several chips); a stack with none uses the median of every stack's batch-1 rows, and says so.
 * Compute efficiency ``eta_c``: the efficiency at which the model reproduces each dense offline throughput
   result (bisection, :func:`workbook.serving.published.fit_compute_efficiency`); the stack's value is the
   median over its **newest round** (software moves fast: TensorRT-LLM gained 28% on the same H100s from
   MLPerf v4.1 to v5.0), so older rounds only show the drift.
 * All-reduce efficiency ``allreduce`` (one for every stack): the fraction of the link's one-way bandwidth a
-  tensor-parallel all-reduce reaches. Fitted where one round of a stack holds systems that differ only in their
-  tensor-parallel degree on the same chip die (MLPerf v4.1 TensorRT-LLM: H100 TP2 and H200 TP1, both GH100): the
-  efficiency at which they fit the same compute efficiency (:func:`allreduce_efficiency`). Nominal (1.0) where
-  no such pair exists. NVIDIA's TensorRT-LLM throughput tables at TP 1/2/4/8 are the held-out test of it.
+  tensor-parallel all-reduce of a decode step's tokens reaches, beside its latency in every step (a long prompt's
+  tokens travel at the link's speed: :mod:`workbook.model.serving`). Fitted where one round of a stack holds
+  systems that differ only in their tensor-parallel degree on the same chip die (MLPerf v4.1 TensorRT-LLM: H100 TP2
+  and H200 TP1, both GH100): the efficiency at which they fit the same compute efficiency
+  (:func:`allreduce_efficiency`); 0.42, where NCCL's all-reduce of a few MB on Hopper reaches 0.3-0.5 of the link
+  (vLLM PR #42324). Nominal (1.0) where no such pair exists. NVIDIA's TensorRT-LLM throughput tables at TP 1/2/4/8
+  are the held-out test of it.
 * FP4 factor ``fp4``: FP4 matmuls (NVFP4 on Blackwell) reach a smaller fraction of their doubled peak than FP8
   ones of theirs: the ratio of an FP4 result's fitted compute efficiency to the dense FP8/BF16 one of the same stack
   and round (MLPerf v5.0: B200 against H100/H200). Fitted once, like the all-reduce efficiency, and kept for that
@@ -115,7 +119,13 @@ def _bandwidth_points(runs: pl.DataFrame) -> pl.DataFrame:
         ideal, _ = sv.decode_step_seconds(
             weights, kv, r["batch"], r["active_params"], r["tensor_parallel"], r["hbm_bytes_per_s"], peak, 1.0, 1.0
         )
-        points.append({**_ids(r), "kind": "bandwidth", "efficiency": ideal / (r["value"] / 1000)})
+        # the step's all-reduces wait on latency, not on the weights: that part is not the memory's
+        allreduce_s = (
+            sv.allreduce_latency_seconds_per_step(r["n_layers"])
+            if r["tensor_parallel"] > 1 and r["kind"] in replica.ALLREDUCE_KINDS
+            else 0.0
+        )
+        points.append({**_ids(r), "kind": "bandwidth", "efficiency": ideal / (r["value"] / 1000 - allreduce_s)})
     return pl.DataFrame(points)
 
 

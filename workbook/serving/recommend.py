@@ -14,6 +14,7 @@ import math
 
 import polars as pl
 
+from workbook.model import serving as sv
 from workbook.present import count, per_million_tokens, price_basis, token_price, usd
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
@@ -91,9 +92,13 @@ def _link_words(o: dict) -> str:
     link = " over PCIe" if o["over_pcie"] else ""
     where = " within each node" if (o.get("pipeline_parallel") or 1) > 1 else ""
     if o["allreduce_efficiency"] < 1:
-        speed = f"{o['allreduce_efficiency']:.0%} of the link's one-way speed, as measured on MLPerf"
-    else:
-        speed = "the link's full one-way speed (the compiler overlaps collectives with the matmuls)"
+        latency = sv.SMALL_ALLREDUCE_LATENCY_S * 1e6
+        return (
+            f"tensor parallel{link}{where}: its all-reduces cost {latency:.0f} us each in every step, carry a decode "
+            f"step's tokens at {o['allreduce_efficiency']:.0%} of the link's one-way speed (as measured on MLPerf) "
+            "and a long prompt's at its full speed"
+        )
+    speed = "the link's full one-way speed (the compiler overlaps collectives with the matmuls)"
     return f"tensor parallel{link}{where}: its all-reduces are charged at {speed}"
 
 

@@ -52,10 +52,11 @@ LOAD_GRID = tuple(i / 100 for i in range(1, 100))  # rho, fraction of the replic
 KEYS = ["accelerator_id", "tensor_parallel"]  # one replica configuration
 REFINE_STEPS = 20  # loads tried between a curve's highest load within the limits and the next one
 ENGINE_MAX_SEQS = "max_seqs"  # optional column of the input frame: the engine's limit on sequences per replica
-# Chips whose tensor-parallel all-reduce runs at the calibrated efficiency: GPUs, where TensorRT-LLM and vLLM
-# all-reduce between the matmuls (NCCL/RCCL or custom kernels, not overlapped with them). TPU and Trainium compilers
-# overlap collectives with the matmuls (XLA's async collectives): they keep the link's speed (JetStream's TP8 8B
-# result would need 99% of the v5e's peak at the GPU figure).
+# Chips whose tensor-parallel all-reduce runs at the calibrated efficiency and pays its latency in every step
+# (:mod:`workbook.model.serving`): GPUs, where TensorRT-LLM and vLLM all-reduce between the matmuls (NCCL/RCCL or
+# custom kernels, not overlapped with them). TPU and Trainium compilers overlap collectives with the matmuls (XLA's
+# async collectives): they keep the link's speed (JetStream's TP8 8B result would need 99% of the v5e's peak at the
+# GPU figure).
 ALLREDUCE_KINDS = ("gpu",)
 # Stacks that size the KV cache as a fraction of the memory left free once the weights and runtime are loaded:
 # TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction ("allocate 90% of free GPU memory for KV cache",
@@ -261,27 +262,51 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         .then(pl.col("scaleup_bytes_per_s") / sv.LINK_DIRECTIONS)
         .otherwise(pl.col("scaleout_bytes_per_s"))
     )
-    comm = (
-        pl.when(within_stage > 1)
-        .then(
-            sv.allreduce_seconds_per_token(
-                m.n_layers / stages,
-                m.hidden_dim,
-                within_stage,
-                pl.col("scaleup_bytes_per_s"),
-                allreduce,
-            )
+    tp = (within_stage > 1) & pl.col("kind").is_in(ALLREDUCE_KINDS)
+    hop = sv.pipeline_hop_seconds_per_token(stages, m.hidden_dim, hop_link)
+    layers = m.n_layers / stages
+
+    def per_token(efficiency):
+        link = pl.col("scaleup_bytes_per_s")
+        return (
+            pl.when(within_stage > 1)
+            .then(sv.allreduce_seconds_per_token(layers, m.hidden_dim, within_stage, link, efficiency))
+            .otherwise(0.0)
         )
-        .otherwise(0.0)
-    ) + sv.pipeline_hop_seconds_per_token(stages, m.hidden_dim, hop_link)
+
+    small, bulk = per_token(allreduce), per_token(1.0)
+
+    def prompt_comm(tokens):
+        return (
+            pl.when(tp).then(sv.prompt_allreduce_seconds_per_token(layers, small, bulk, tokens)).otherwise(small) + hop
+        )
+
+    comm = small + hop
     shape = (m.active_params, m.n_layers, m.attention_dim)
     answers = output_second_moment(s)
     prefill_s, decode_s = sv.request_seconds(
-        shape, s.prompt_tokens, s.output_tokens, t, peak, eta_c, comm, prompt_second_moment(s), answers
+        shape,
+        s.prompt_tokens,
+        s.output_tokens,
+        t,
+        peak,
+        eta_c,
+        comm,
+        prompt_second_moment(s),
+        answers,
+        prompt_comm(s.prompt_tokens),
     )
     # the 99th-percentile prompt alone (attention makes its prefill grow faster than its length)
     prefill_tail_s, _ = sv.request_seconds(
-        shape, s.prompt_tokens_tail, s.output_tokens, t, peak, eta_c, comm, s.prompt_tokens_tail**2
+        shape,
+        s.prompt_tokens_tail,
+        s.output_tokens,
+        t,
+        peak,
+        eta_c,
+        comm,
+        s.prompt_tokens_tail**2,
+        prompt_comm_per_token=prompt_comm(s.prompt_tokens_tail),
     )
     kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, pl.col("eta_bw"), answers)
     weights_bytes = w_bytes * m.params / t
@@ -304,6 +329,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         overhead_gb=pl.lit(s.assumptions.runtime_overhead_bytes / 1e9),
         max_sequences=max_sequences,
         kv_gb_per_sequence=kv_sequence / t / 1e9,
+        allreduce_step_s=pl.when(tp).then(sv.allreduce_latency_seconds_per_step(layers)).otherwise(0.0),
         all_weights_s=weights_bytes / (bandwidth * pl.col("eta_bw")),
         active_weights_s=w_bytes * m.active_params / t / (bandwidth * pl.col("eta_bw")),
     )
@@ -322,7 +348,7 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     )
     weights_s = pl.min_horizontal(pl.col("active_weights_s") * first.clip(lower_bound=1), pl.col("all_weights_s"))
     # Pipeline parallel: a token passes every stage in turn, and each stage reads its chip's share of the weights.
-    frame = frame.with_columns(_weights_s=weights_s * sched.pipeline_stages)
+    frame = frame.with_columns(_weights_s=(weights_s + pl.col("allreduce_step_s")) * sched.pipeline_stages)
     weights_s = pl.col("_weights_s")
     frame = frame.with_columns(_step_s=sv.step_seconds(weights_s, rho))
     step_s = pl.col("_step_s")
