@@ -94,7 +94,7 @@ def _link_words(o: dict) -> str:
     if o["allreduce_efficiency"] < 1:
         latency = sv.SMALL_ALLREDUCE_LATENCY_S * 1e6
         return (
-            f"tensor parallel{link}{where}: its all-reduces cost {latency:.0f} us each in every step, carry a decode "
+            f"tensor parallel{link}{where}: its all-reduces cost {latency:.0f} µs each in every step, carry a decode "
             f"step's tokens at {o['allreduce_efficiency']:.0%} of the link's one-way speed (as measured on MLPerf) "
             "and a long prompt's at its full speed"
         )
