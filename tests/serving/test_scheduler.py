@@ -93,6 +93,15 @@ def test_a_dispatch_window_adds_half_the_window_and_the_prefill_of_the_batched_p
     assert window["ttft_ms"] - free["ttft_ms"] > 0.99 * 300
 
 
+def test_multi_step_scheduling_makes_a_prompt_wait_out_the_run_it_arrived_in(setup):
+    # vLLM's num_scheduler_steps n: prompts join only between runs of n steps, (n - 1) / 2 steps more on average.
+    one = _at(setup, 0.5, replica.Scheduler())
+    nine = _at(setup, 0.5, replica.Scheduler(steps_per_schedule=9))
+    assert nine["ttft_mean_ms"] - one["ttft_mean_ms"] == pytest.approx(4 * one["tpot_mean_ms"], rel=1e-6)
+    assert nine["ttft_ms"] - one["ttft_ms"] > 4 * one["tpot_mean_ms"]  # the run's tail adds beyond its mean
+    assert nine["tpot_ms"] == one["tpot_ms"]  # the steps themselves are unchanged
+
+
 def test_the_p99_prompt_is_prefilled_with_its_own_quadratic_attention(setup):
     reps, s = setup
     long_tail = dataclasses.replace(s, prompt_tokens=8000, prompt_tokens_p99=64000)
@@ -156,6 +165,8 @@ def test_scheduler_from_a_run(cat):
     assert (h100.max_tokens_per_step, h100.pipeline_stages, h100.mixed_steps) == (1024, 2, True)
     offline = published.scheduler(runs["mlperf50-h100x8-llama2-70b-offline"])  # NVIDIA's Offline config
     assert (offline.max_tokens_per_step, offline.pipeline_stages, offline.replicas_per_dispatcher) == (1024, 2, 4)
+    multi_step = published.scheduler(runs["mlperf51-mi300x8-llama2-70b-server-ttft"])  # num_scheduler_steps 9
+    assert (multi_step.steps_per_schedule, multi_step.chunked_prefill, multi_step.dispatch_window_s) == (9, False, 0.0)
     unpublished = published.scheduler(runs["mlperf41-mi300x8-llama2-70b-offline"])
     assert unpublished == replica.Scheduler(replicas_per_dispatcher=8)  # the unlimited engine
     assert published.scenario(runs["mlperf50-h100x8-llama2-70b-server-ttft"]).max_batch == 2 * 1024

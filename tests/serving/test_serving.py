@@ -210,24 +210,24 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     latency = validation.server_latency(validated)
     assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
     assert set(latency["statistic"]) == {"mean", "p99"}  # every published statistic is compared like with like
-    # Measured when written, at the model's highest load refined between the 1% grid's loads: 75 of 112 within 30%
-    # (Llama 2 70B: 23 of 28 under the Interactive limits, 28 of 40 under the Server ones; Llama 3.1 405B 14 of 24,
-    # 8B 9 of 16, Mixtral 1 of 4; 69 before a long prompt's all-reduces ran at the link's speed and every step paid
-    # the all-reduces' latency). On the 28 v4.1/v5.0 Server rows 18, 14 before the KV reads were added to the
-    # decode FLOPs, the all-reduce efficiency fitted, Mixtral's prompt lengths measured, TensorRT-LLM's KV cache sized
-    # from free memory and the slot wait taken from the many-server Erlang C; 11 before the submitters' settings).
-    # At the edge the p99 first token sits at its limit wherever a queue binds; at 1% less traffic
-    # (``predicted_near_max``) 75 of 112.
+    # Measured when written, at the model's highest load refined between the 1% grid's loads: 81 of 112 within 30%
+    # (Llama 2 70B: 25 of 28 under the Interactive limits, 32 of 40 under the Server ones; Llama 3.1 405B 14 of 24, 8B 9
+    # of 16, Mixtral 1 of 4; 75 before AMD's multi-step scheduling was modelled, 69 before a long prompt's all-reduces
+    # ran at the link's speed and every step paid the all-reduces' latency). On the 28 v4.1/v5.0 Server rows 19, 14
+    # before the KV reads were added to the decode FLOPs, the all-reduce efficiency fitted, Mixtral's prompt lengths
+    # measured, TensorRT-LLM's KV cache sized from free memory and the slot wait taken from the many-server Erlang C; 11
+    # before the submitters' settings). At the edge the p99 first token sits at its limit wherever a queue binds; at 1%
+    # less traffic (``predicted_near_max``) 81 of 112.
     assert {"MLPerf v5.1"} <= set(latency["round"]) and {40, 80, 200} <= set(latency["tpot_limit_ms"])
     v50_tpot = latency.filter(
         (pl.col("round") == "MLPerf v5.0") & (pl.col("measure") == "tpot_ms") & pl.col("run_id").str.contains("llama2")
     )
     assert v50_tpot.height == 12 and v50_tpot["within_target"].all()  # H100, H200 (FP8), B200 (FP4); both limits
     interactive = latency.filter((pl.col("tpot_limit_ms") == 40) & pl.col("run_id").str.contains("llama2"))
-    assert interactive.height == 28 and interactive["within_target"].sum() >= 23
-    assert latency["within_target"].sum() >= 75
+    assert interactive.height == 28 and interactive["within_target"].sum() >= 25
+    assert latency["within_target"].sum() >= 81
     near = latency["error_near_max"].abs() <= validation.TARGET_LATENCY
-    assert near.sum() >= 75
+    assert near.sum() >= 81
     edge = latency.filter((pl.col("statistic") == "p99") & (pl.col("measure") == "ttft_ms"))
     assert (edge["predicted_value"] >= edge["predicted_near_max"]).all()  # latency only climbs toward the edge
     # AMD's harness holds queries 300 ms and hands each batch to one GPU: its first tokens take ~1 s, not ~0.3 s.
@@ -235,6 +235,15 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
         (pl.col("accelerator_id") == "mi300x") & (pl.col("measure") == "ttft_ms") & (pl.col("round") == "MLPerf v4.1")
     )
     assert amd_ttft.height == 2 and amd_ttft["within_target"].all()
+    # AMD's v5.1 vLLM decodes 8-9 steps per scheduler call: a prompt waits out the run, ~0.9 s at the Server limits
+    # (measured when written: within 16% where the model without the runs gave 0.25-0.52x).
+    multi_step = latency.filter(
+        pl.col("accelerator_id").is_in(["mi300x", "mi325x"])
+        & (pl.col("measure") == "ttft_ms")
+        & (pl.col("round") == "MLPerf v5.1")
+        & pl.col("run_id").str.contains("server|mi300x8-llama2-70b-interactive")
+    )
+    assert multi_step.height == 6 and multi_step["within_target"].all()
 
 
 def test_latency_at_a_known_client_concurrency(cat, validated):

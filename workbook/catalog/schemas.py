@@ -382,6 +382,7 @@ class InferenceRuns(pa.DataFrameModel):
     max_seqs: Optional[int] = pa.Field(nullable=True, ge=1)  # max_batch_size (TRT-LLM) / max_num_seqs (vLLM)
     chunked_prefill: Optional[bool] = pa.Field(nullable=True)  # a prompt may be split over several steps
     dispatch_window_ms: Optional[float] = pa.Field(nullable=True, ge=0)  # harness holds queries to batch them
+    scheduler_steps: Optional[int] = pa.Field(nullable=True, ge=1)  # vLLM num_scheduler_steps: steps per schedule
     scheduler_source: Optional[str] = pa.Field(nullable=True)  # where the settings above are published
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)

@@ -24,7 +24,10 @@ conditional wait taken exponential). The same prompts ahead also hold it back by
 queue at the GPU's speed, :func:`prefill_work_wait`); the longer of the two waits applies. A prompt then runs
 in ceil(P / per-step share) steps when it may be chunked (one step otherwise). A harness that holds queries for
 ``dispatch_window_s`` to batch them (and sends each batch to one of ``replicas_per_dispatcher`` replicas) adds the
-window (half on average) and the prefill of the prompts batched with it. Prompt lengths: lognormal through the
+window (half on average) and the prefill of the prompts batched with it. An engine that runs ``steps_per_schedule``
+decode steps per scheduler call (vLLM's multi-step scheduling, ``num_scheduler_steps``) admits prompts only between
+those runs: a prompt also waits out the rest of the run it arrived in, (n - 1) / 2 steps on average and up to n - 1.
+Prompt lengths: lognormal through the
 mean and the 99th percentile when that is known. The p99 first token is the 99th percentile of the sum of these
 independent delays, not the sum of their percentiles (:func:`workbook.model.serving.percentile_of_sum`).
 """
@@ -87,6 +90,7 @@ class Scheduler:
     pipeline_stages: int = 1  # micro-batches in flight per replica (pipeline parallel)
     dispatch_window_s: float = 0.0  # the harness holds queries this long to batch them
     replicas_per_dispatcher: int = 1  # replicas the harness's batches are spread over (each batch to one)
+    steps_per_schedule: int = 1  # decode steps run per scheduler call (vLLM multi-step scheduling)
 
 
 # Stacks whose engine runs prompt and decode tokens in the same step even without chunking: TensorRT-LLM's
@@ -103,6 +107,7 @@ def engine(
     pipeline_stages: int = 1,
     dispatch_window_s: float = 0.0,
     replicas_per_dispatcher: int = 1,
+    steps_per_schedule: int = 1,
 ) -> Scheduler:
     """The scheduler of ``stack``'s engine with these settings; a setting left None keeps the unlimited engine's
     value (no token budget; prompts may be chunked)."""
@@ -114,6 +119,7 @@ def engine(
         pipeline_stages=pipeline_stages,
         dispatch_window_s=dispatch_window_s,
         replicas_per_dispatcher=replicas_per_dispatcher,
+        steps_per_schedule=steps_per_schedule,
     )
 
 
@@ -402,10 +408,14 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     # The first token's delays, (mean, 99th percentile) each, independent of one another: the steps around it,
     # the prompt's own prefill, the prompts ahead, a free slot, the harness's window. The 99th percentile of their
     # sum is not the sum of theirs (sv.percentile_of_sum).
+    # Multi-step scheduling: the engine admits prompts only between runs of steps_per_schedule steps, so a prompt
+    # also waits out the rest of the run it arrived in (uniform over its other steps).
+    run_s, run_p_s = (step * (sched.steps_per_schedule - 1) for step in (step_s, step_p_s))
     waits = (
         (pl.col("_queue_wait_s"), pl.col("_queue_wait_p_s")),
         (pl.col("_slot_wait_s"), pl.col("_slot_wait_p_s")),
         (pl.lit(sched.dispatch_window_s / 2), pl.lit(sv.LATENCY_PERCENTILE * sched.dispatch_window_s)),
+        (run_s / 2, sv.LATENCY_PERCENTILE * run_p_s),
     )
     own = (pl.col("_own_s"), pl.col("_own_p_s"))
     delays = ((step_s * pl.col("_carry"), step_p_s * pl.col("_carry")), own, *waits)
