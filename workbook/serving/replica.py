@@ -73,7 +73,7 @@ SLOTS_FULL = 0.999  # busy slots are capped just below all of them, where the wa
 class Factors:
     """Calibrated once for every stack (:mod:`workbook.serving.calibration`): the compute efficiency of
     mixture-of-experts layers and of FP4 matmuls relative to the stack's dense FP8/BF16 one, and the fraction of
-    the link's one-way bandwidth a tensor-parallel all-reduce reaches on a GPU."""
+    the link's one-way bandwidth a tensor-parallel all-reduce of a decode step's tokens reaches on a GPU."""
 
     moe: float
     allreduce: float
@@ -269,25 +269,8 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         .otherwise(pl.col("scaleout_bytes_per_s"))
     )
     tp = (within_stage > 1) & pl.col("kind").is_in(ALLREDUCE_KINDS)
-    hop = sv.pipeline_hop_seconds_per_token(stages, m.hidden_dim, hop_link)
     layers = m.n_layers / stages
-
-    def per_token(efficiency):
-        link = pl.col("scaleup_bytes_per_s")
-        return (
-            pl.when(within_stage > 1)
-            .then(sv.allreduce_seconds_per_token(layers, m.hidden_dim, within_stage, link, efficiency))
-            .otherwise(0.0)
-        )
-
-    small, bulk = per_token(allreduce), per_token(1.0)
-
-    def prompt_comm(tokens):
-        return (
-            pl.when(tp).then(sv.prompt_allreduce_seconds_per_token(layers, small, bulk, tokens)).otherwise(small) + hop
-        )
-
-    comm = small + hop
+    comm, prompt_comm = _communication(m.hidden_dim, layers, within_stage, allreduce, tp, hop_link, stages)
     shape = (m.active_params, m.n_layers, m.attention_dim)
     answers = output_second_moment(s)
     prefill_s, decode_s = sv.request_seconds(
@@ -339,6 +322,28 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         all_weights_s=weights_bytes / (bandwidth * pl.col("eta_bw")),
         active_weights_s=w_bytes * m.active_params / t / (bandwidth * pl.col("eta_bw")),
     )
+
+
+def _communication(hidden_dim, layers, within_stage, allreduce, tp, hop_link, stages):
+    """Seconds of communication per decode token, and per prompt token as a function of the prompt's length: the
+    stage's all-reduces (a decode step's tokens at the ``allreduce`` efficiency; a long prompt's at the link's
+    speed on a GPU replica, :func:`workbook.model.serving.prompt_allreduce_seconds_per_token`) and the hops between
+    pipeline stages."""
+    hop = sv.pipeline_hop_seconds_per_token(stages, hidden_dim, hop_link)
+    link = pl.col("scaleup_bytes_per_s")
+
+    def per_token(efficiency):
+        allreduce_s = sv.allreduce_seconds_per_token(layers, hidden_dim, within_stage, link, efficiency)
+        return pl.when(within_stage > 1).then(allreduce_s).otherwise(0.0)
+
+    small, bulk = per_token(allreduce), per_token(1.0)
+
+    def prompt(tokens):
+        return (
+            pl.when(tp).then(sv.prompt_allreduce_seconds_per_token(layers, small, bulk, tokens)).otherwise(small) + hop
+        )
+
+    return small + hop, prompt
 
 
 def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Scheduler = Scheduler()) -> pl.DataFrame:
