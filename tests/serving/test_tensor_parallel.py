@@ -89,3 +89,15 @@ def test_mlperfs_long_prompt_405b_results_on_h200_are_within_the_bound(validated
     )
     assert frame.height == 3
     assert (frame["error"].abs() <= math.log(1.4)).all(), frame.select("run_id", "error")
+
+
+def test_the_batch_1_bandwidth_efficiency_is_net_of_the_allreduce_latency(cat, eff):
+    # NIM's 2-GPU batch-1 step: 160 all-reduces of 10 us each are latency, not weight reads.
+    (run,) = _runs(cat, run_id="nim-l33-70b-h100-tp2-isl500")
+    h100 = cat.accelerators.filter(pl.col("accelerator_id") == "h100-sxm").row(0, named=True)
+    weights_s = run["params"] / run["tensor_parallel"] / h100["hbm_bytes_per_s"]  # FP8: one byte per weight
+    latency_s = sv.allreduce_latency_seconds_per_step(run["n_layers"])
+    fitted = eff.points.filter(pl.col("run_id") == run["run_id"])["efficiency"].item()
+    step_s = run["value"] / 1000
+    assert weights_s / (step_s - latency_s) == pytest.approx(fitted, rel=0.02)  # the KV reads add ~1%
+    assert fitted > weights_s / step_s
