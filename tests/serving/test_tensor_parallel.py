@@ -7,7 +7,10 @@ import math
 import polars as pl
 import pytest
 
+from workbook import serving
+from workbook.errors import InputError
 from workbook.model import serving as sv
+from workbook.model.spec import ModelSpec
 from workbook.serving import calibration, published, replica
 
 H100_TP2 = "mlperf41-h100x8-llama2-70b-offline"
@@ -101,3 +104,32 @@ def test_the_batch_1_bandwidth_efficiency_is_net_of_the_allreduce_latency(cat, e
     step_s = run["value"] / 1000
     assert weights_s / (step_s - latency_s) == pytest.approx(fitted, rel=0.02)  # the KV reads add ~1%
     assert fitted > weights_s / step_s
+
+
+def test_an_engineer_can_override_the_allreduce_latencies():
+    model = ModelSpec.from_params(405e9)
+    default = serving.ServeScenario(model=model, requests_per_s=1, accelerators=("h100-sxm",))
+    slower = dataclasses.replace(
+        default, assumptions=serving.ServeAssumptions(allreduce_latency_s=30e-6, bulk_allreduce_latency_s=90e-6)
+    )
+    best = {}
+    for name, s in (("default", default), ("slower", slower)):
+        frame = serving.evaluate_serving(s)
+        best[name] = serving.recommend_serving(frame, s)
+        tp = frame.filter(pl.col("allreduce_latency_us").is_not_null())
+        assert tp.height and (tp["allreduce_latency_us"] == s.assumptions.allreduce_latency_s * 1e6).all()
+    assert any("cost 30 µs each in every step" in reason for reason in best["slower"].reasons)
+    assert best["slower"].best["tpot_ms"] > best["default"].best["tpot_ms"]  # each step waits longer
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"allreduce_latency_s": -1e-6}, "allreduce_latency_s"),
+        ({"allreduce_latency_s": 2e-3}, "allreduce_latency_s"),
+        ({"allreduce_latency_s": 50e-6, "bulk_allreduce_latency_s": 20e-6}, "bulk_allreduce_latency_s"),
+    ],
+)
+def test_allreduce_latencies_out_of_range_are_refused_by_name(changes, field):
+    with pytest.raises(InputError, match=field):
+        serving.ServeAssumptions(**changes)

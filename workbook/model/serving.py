@@ -156,18 +156,24 @@ def allreduce_seconds_per_token(n_layers, hidden_dim, chips, link_bytes_per_s, e
     return n_layers * ALLREDUCES_PER_LAYER * hidden_dim * ACTIVATION_BYTES * ring / one_way
 
 
-def allreduce_latency_seconds_per_step(n_layers):
-    """The fixed part of a step's tensor-parallel all-reduces: 2 per layer, each ``SMALL_ALLREDUCE_LATENCY_S``
-    however few tokens the step carries (the latency a decode step of one sequence pays)."""
-    return n_layers * ALLREDUCES_PER_LAYER * SMALL_ALLREDUCE_LATENCY_S
+def allreduce_latency_seconds_per_step(n_layers, latency_s=SMALL_ALLREDUCE_LATENCY_S):
+    """The fixed part of a step's tensor-parallel all-reduces: 2 per layer, each ``latency_s`` however few tokens
+    the step carries (the latency a decode step of one sequence pays)."""
+    return n_layers * ALLREDUCES_PER_LAYER * latency_s
 
 
-def prompt_allreduce_seconds_per_token(n_layers, small_per_token, bulk_per_token, prompt_tokens):
+def prompt_allreduce_seconds_per_token(
+    n_layers,
+    small_per_token,
+    bulk_per_token,
+    prompt_tokens,
+    extra_latency_s=BULK_ALLREDUCE_LATENCY_S - SMALL_ALLREDUCE_LATENCY_S,
+):
     """Per prompt token, its all-reduces: a prompt's tokens travel in one message per all-reduce, large enough for
-    the bandwidth-optimal algorithm (``bulk_per_token``, at the link's speed) once its extra latency
-    (``BULK_ALLREDUCE_LATENCY_S`` - ``SMALL_ALLREDUCE_LATENCY_S``) is spread over the prompt; a short prompt stays
-    with the low-latency one (``small_per_token``), as decode tokens do. The cheaper of the two."""
-    extra = n_layers * ALLREDUCES_PER_LAYER * (BULK_ALLREDUCE_LATENCY_S - SMALL_ALLREDUCE_LATENCY_S) / prompt_tokens
+    the bandwidth-optimal algorithm (``bulk_per_token``, at the link's speed) once its extra latency over the
+    low-latency algorithm's (``extra_latency_s``) is spread over the prompt; a short prompt stays with the
+    low-latency one (``small_per_token``), as decode tokens do. The cheaper of the two."""
+    extra = n_layers * ALLREDUCES_PER_LAYER * extra_latency_s / prompt_tokens
     return _minimum(small_per_token, bulk_per_token + extra)
 
 

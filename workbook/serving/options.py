@@ -210,6 +210,7 @@ SERVE_COLUMNS = [
     "over_pcie",
     "scaleout_bytes_per_s",
     "allreduce_efficiency",
+    "allreduce_latency_us",
     "fp4_factor",
     "sequences",
     "chips_per_replica",

@@ -14,7 +14,6 @@ import math
 
 import polars as pl
 
-from workbook.model import serving as sv
 from workbook.present import count, per_million_tokens, price_basis, token_price, usd
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
@@ -91,8 +90,8 @@ def _link_words(o: dict) -> str:
         return ""
     link = " over PCIe" if o["over_pcie"] else ""
     where = " within each node" if (o.get("pipeline_parallel") or 1) > 1 else ""
-    if o["allreduce_efficiency"] < 1:
-        latency = sv.SMALL_ALLREDUCE_LATENCY_S * 1e6
+    if o.get("allreduce_latency_us") is not None:
+        latency = o["allreduce_latency_us"]
         return (
             f"tensor parallel{link}{where}: its all-reduces cost {latency:.0f} µs each in every step, carry a decode "
             f"step's tokens at {o['allreduce_efficiency']:.0%} of the link's one-way speed (as measured on MLPerf) "

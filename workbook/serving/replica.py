@@ -270,7 +270,9 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     )
     tp = (within_stage > 1) & pl.col("kind").is_in(ALLREDUCE_KINDS)
     layers = m.n_layers / stages
-    comm, prompt_comm = _communication(m.hidden_dim, layers, within_stage, allreduce, tp, hop_link, stages)
+    a = s.assumptions
+    extra_s = a.bulk_allreduce_latency_s - a.allreduce_latency_s
+    comm, prompt_comm = _communication(m.hidden_dim, layers, within_stage, tp, hop_link, stages, allreduce, extra_s)
     shape = (m.active_params, m.n_layers, m.attention_dim)
     answers = output_second_moment(s)
     prefill_s, decode_s = sv.request_seconds(
@@ -318,30 +320,32 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         overhead_gb=pl.lit(s.assumptions.runtime_overhead_bytes / 1e9),
         max_sequences=max_sequences,
         kv_gb_per_sequence=kv_sequence / t / 1e9,
-        allreduce_step_s=pl.when(tp).then(sv.allreduce_latency_seconds_per_step(layers)).otherwise(0.0),
+        allreduce_latency_us=pl.when(tp).then(a.allreduce_latency_s * 1e6),  # null: no GPU all-reduce
+        allreduce_step_s=pl.when(tp)
+        .then(sv.allreduce_latency_seconds_per_step(layers, a.allreduce_latency_s))
+        .otherwise(0.0),
         all_weights_s=weights_bytes / (bandwidth * pl.col("eta_bw")),
         active_weights_s=w_bytes * m.active_params / t / (bandwidth * pl.col("eta_bw")),
     )
 
 
-def _communication(hidden_dim, layers, within_stage, allreduce, tp, hop_link, stages):
+def _communication(hidden_dim, layers, within_stage, tp, hop_link, stages, efficiency, extra_latency_s):
     """Seconds of communication per decode token, and per prompt token as a function of the prompt's length: the
-    stage's all-reduces (a decode step's tokens at the ``allreduce`` efficiency; a long prompt's at the link's
-    speed on a GPU replica, :func:`workbook.model.serving.prompt_allreduce_seconds_per_token`) and the hops between
-    pipeline stages."""
+    stage's all-reduces (a decode step's tokens at ``efficiency`` of the link; on a GPU replica a long prompt's at the
+    link's speed once the bandwidth-optimal algorithm's ``extra_latency_s`` is spread over it,
+    :func:`workbook.model.serving.prompt_allreduce_seconds_per_token`) and the hops between pipeline stages."""
     hop = sv.pipeline_hop_seconds_per_token(stages, hidden_dim, hop_link)
     link = pl.col("scaleup_bytes_per_s")
 
-    def per_token(efficiency):
-        allreduce_s = sv.allreduce_seconds_per_token(layers, hidden_dim, within_stage, link, efficiency)
+    def per_token(link_fraction):
+        allreduce_s = sv.allreduce_seconds_per_token(layers, hidden_dim, within_stage, link, link_fraction)
         return pl.when(within_stage > 1).then(allreduce_s).otherwise(0.0)
 
-    small, bulk = per_token(allreduce), per_token(1.0)
+    small, bulk = per_token(efficiency), per_token(1.0)
 
     def prompt(tokens):
-        return (
-            pl.when(tp).then(sv.prompt_allreduce_seconds_per_token(layers, small, bulk, tokens)).otherwise(small) + hop
-        )
+        prompt_s = sv.prompt_allreduce_seconds_per_token(layers, small, bulk, tokens, extra_latency_s)
+        return pl.when(tp).then(prompt_s).otherwise(small) + hop
 
     return small + hop, prompt
 

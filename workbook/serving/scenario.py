@@ -11,6 +11,7 @@ from workbook.catalog.schemas import PRICING_MODELS
 from workbook.errors import InputError
 from workbook.errors import check_choice as _choice
 from workbook.errors import check_number as _number
+from workbook.model import serving as sv
 from workbook.model.spec import ModelSpec
 from workbook.model.units import HEAD_DIM, PEAK_COLUMN, SECONDS_PER_DAY
 
@@ -23,12 +24,19 @@ class ServeAssumptions:
     runtime_overhead_bytes: float = 2e9  # CUDA/XLA context, activations of one step, allocator slack (assumption)
     pue: float = 1.2  # data-centre power usage effectiveness
     host_power_factor: float = 1.5  # system power / accelerator power
+    # A GPU tensor-parallel all-reduce's latency: a decode step's (low-latency algorithms) and a long prompt's
+    # (bandwidth-optimal ones), from published microbenchmarks (workbook.model.serving). The calibration's HBM
+    # efficiency is taken net of the default.
+    allreduce_latency_s: float = sv.SMALL_ALLREDUCE_LATENCY_S
+    bulk_allreduce_latency_s: float = sv.BULK_ALLREDUCE_LATENCY_S
 
     def __post_init__(self):
         _number("hbm_usable_fraction", self.hbm_usable_fraction, 0.5, 1.0)
         _number("runtime_overhead_bytes", self.runtime_overhead_bytes, 0, 64e9)
         _number("pue", self.pue, 1.0, 3.0)
         _number("host_power_factor", self.host_power_factor, 1.0, 3.0)
+        _number("allreduce_latency_s", self.allreduce_latency_s, 0.0, 1e-3)
+        _number("bulk_allreduce_latency_s", self.bulk_allreduce_latency_s, self.allreduce_latency_s, 1e-2)
 
 
 WEIGHT_PRECISIONS = ("bf16", "fp8", "fp4", "int8", "int4")
