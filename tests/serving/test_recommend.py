@@ -107,7 +107,7 @@ def test_the_card_names_the_engine_settings_that_queue_prompts(accelerator, word
     ("accelerator", "params", "words"),
     [
         ("h100-sxm", 405e9, "its all-reduces cost 10 µs each in every step, carry a decode step's tokens at"),
-        ("l40s", 70e9, "tensor parallel over PCIe: its all-reduces cost 10 µs each"),
+        ("l40s", 70e9, "tensor parallel over PCIe: its all-reduces cost 40 µs each"),
         ("tpu-v6e", 405e9, "its all-reduces are charged at the link's full one-way speed"),
     ],
 )

@@ -17,7 +17,8 @@
 * An all-reduce costs a latency plus its bytes over a bandwidth, in one of two regimes, as collective libraries
   choose by message size (NCCL's low-latency protocols and one-shot kernels for small messages, its ring / NVLS
   algorithms for large ones): a decode step's few tokens pay ``SMALL_ALLREDUCE_LATENCY_S`` per all-reduce in every
-  step (:func:`allreduce_latency_seconds_per_step`, part of the step's fixed time beside the weight read) and
+  step (``PCIE_ALLREDUCE_LATENCY_S`` over PCIe; :func:`allreduce_latency_seconds_per_step`, part of the step's fixed
+  time beside the weight read; overridable in :class:`workbook.serving.scenario.ServeAssumptions`) and
   travel at ``eta_ar`` of the link; a long prompt's tokens travel together, at the link's full one-way speed after
   ``BULK_ALLREDUCE_LATENCY_S`` (:func:`prompt_allreduce_seconds_per_token`).
 * Continuous batching with chunked prefill: every step reads the weights once (``weights_s`` = weight bytes per
@@ -74,8 +75,11 @@ LATENCY_PERCENTILE = 0.99
 # * large messages: 45 us, then the link's one-way bandwidth (vLLM PR #42324, Hopper NCCL all-reduce of 8-128 MiB:
 #   76-561 us, a line through them gives 44 us + 454 GB/s bus bandwidth; nccl-tests on 8x H100 reach 460-480 GB/s
 #   bus bandwidth at large sizes against NVLink 4's 450 GB/s one way, docs.alayanew.com "NCCL-tests in practice").
+# * over PCIe (L4, L40S, A10G cards: no NVLink), small messages: 40 us (NCCL issue #1530, 8x RTX 4090 on PCIe,
+#   all_reduce_perf of 8 bytes: 40-42 us; issue #1439, 8x RTX 3090: 54 us).
 SMALL_ALLREDUCE_LATENCY_S = 10e-6
-BULK_ALLREDUCE_LATENCY_S = 45e-6  # the statistic latency targets (and MLPerf's server limits) set
+BULK_ALLREDUCE_LATENCY_S = 45e-6
+PCIE_ALLREDUCE_LATENCY_S = 40e-6  # the statistic latency targets (and MLPerf's server limits) set
 
 
 def _maximum(a, b):

@@ -271,7 +271,9 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     tp = (within_stage > 1) & pl.col("kind").is_in(ALLREDUCE_KINDS)
     layers = m.n_layers / stages
     a = s.assumptions
-    extra_s = a.bulk_allreduce_latency_s - a.allreduce_latency_s
+    pcie = pl.col("over_pcie") if "over_pcie" in frame.columns else pl.lit(False)
+    latency_s = pl.when(pcie).then(a.pcie_allreduce_latency_s).otherwise(a.allreduce_latency_s)
+    extra_s = (a.bulk_allreduce_latency_s - latency_s).clip(lower_bound=0.0)
     comm, prompt_comm = _communication(m.hidden_dim, layers, within_stage, tp, hop_link, stages, allreduce, extra_s)
     shape = (m.active_params, m.n_layers, m.attention_dim)
     answers = output_second_moment(s)
@@ -320,10 +322,8 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         overhead_gb=pl.lit(s.assumptions.runtime_overhead_bytes / 1e9),
         max_sequences=max_sequences,
         kv_gb_per_sequence=kv_sequence / t / 1e9,
-        allreduce_latency_us=pl.when(tp).then(a.allreduce_latency_s * 1e6),  # null: no GPU all-reduce
-        allreduce_step_s=pl.when(tp)
-        .then(sv.allreduce_latency_seconds_per_step(layers, a.allreduce_latency_s))
-        .otherwise(0.0),
+        allreduce_latency_us=pl.when(tp).then(latency_s * 1e6),  # null: no GPU all-reduce
+        allreduce_step_s=pl.when(tp).then(sv.allreduce_latency_seconds_per_step(layers, latency_s)).otherwise(0.0),
         all_weights_s=weights_bytes / (bandwidth * pl.col("eta_bw")),
         active_weights_s=w_bytes * m.active_params / t / (bandwidth * pl.col("eta_bw")),
     )

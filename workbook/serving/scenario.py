@@ -24,10 +24,11 @@ class ServeAssumptions:
     runtime_overhead_bytes: float = 2e9  # CUDA/XLA context, activations of one step, allocator slack (assumption)
     pue: float = 1.2  # data-centre power usage effectiveness
     host_power_factor: float = 1.5  # system power / accelerator power
-    # A GPU tensor-parallel all-reduce's latency: a decode step's (low-latency algorithms) and a long prompt's
-    # (bandwidth-optimal ones), from published microbenchmarks (workbook.model.serving). The calibration's HBM
-    # efficiency is taken net of the default.
+    # A GPU tensor-parallel all-reduce's latency: a decode step's (low-latency algorithms) on NVLink and over PCIe,
+    # and a long prompt's (bandwidth-optimal ones), from published microbenchmarks (workbook.model.serving). The
+    # calibration's HBM efficiency is taken net of the default.
     allreduce_latency_s: float = sv.SMALL_ALLREDUCE_LATENCY_S
+    pcie_allreduce_latency_s: float = sv.PCIE_ALLREDUCE_LATENCY_S
     bulk_allreduce_latency_s: float = sv.BULK_ALLREDUCE_LATENCY_S
 
     def __post_init__(self):
@@ -36,6 +37,7 @@ class ServeAssumptions:
         _number("pue", self.pue, 1.0, 3.0)
         _number("host_power_factor", self.host_power_factor, 1.0, 3.0)
         _number("allreduce_latency_s", self.allreduce_latency_s, 0.0, 1e-3)
+        _number("pcie_allreduce_latency_s", self.pcie_allreduce_latency_s, 0.0, 1e-3)
         _number("bulk_allreduce_latency_s", self.bulk_allreduce_latency_s, self.allreduce_latency_s, 1e-2)
 
 
