@@ -11,10 +11,11 @@
 * All-reduce efficiency ``allreduce`` (one for every stack): the fraction of the link's one-way bandwidth a
   tensor-parallel all-reduce of a decode step's tokens reaches, beside its latency in every step (a long prompt's
   tokens travel at the link's speed: :mod:`workbook.model.serving`). Fitted where one round of a stack holds
-  systems that differ only in their tensor-parallel degree on the same chip die (MLPerf v4.1 TensorRT-LLM: H100 TP2
-  and H200 TP1, both GH100): the efficiency at which they fit the same compute efficiency
-  (:func:`allreduce_efficiency`); 0.42, where NCCL's all-reduce of a few MB on Hopper reaches 0.3-0.5 of the link
-  (vLLM PR #42324). Nominal (1.0) where no such pair exists. NVIDIA's TensorRT-LLM throughput tables at TP 1/2/4/8
+  systems that differ only in their tensor-parallel degree on the same chip die (H100 TP2 and H200 TP1, both GH100:
+  TensorRT-LLM in MLPerf v4.1, 0.42; vLLM 0.9.2 in MLPerf v5.1, Krai's open-division Llama 3.1 70B, 0.36): the
+  efficiency at which they fit the same compute efficiency (:func:`allreduce_efficiency`: the upper median, 0.42),
+  where NCCL's all-reduce of a few MB on Hopper reaches 0.3-0.5 of the link (vLLM PR #42324). Nominal (1.0) where no
+  such pair exists. NVIDIA's TensorRT-LLM throughput tables at TP 1/2/4/8
   are the held-out test of it.
 * FP4 factor ``fp4``: FP4 matmuls (NVFP4 on Blackwell) reach a smaller fraction of their doubled peak than FP8
   ones of theirs: the ratio of an FP4 result's fitted compute efficiency to the dense FP8/BF16 one of the same stack
@@ -181,7 +182,7 @@ def tensor_parallel_pairs(cat: Catalog) -> list[tuple[dict, dict]]:
     ]
 
 
-def _pair_efficiency(cat: Catalog, eta_bw: dict[str, float], tp_run: dict, single: dict) -> float | None:
+def pair_efficiency(cat: Catalog, eta_bw: dict[str, float], tp_run: dict, single: dict) -> float | None:
     """The all-reduce efficiency at which ``tp_run`` fits the compute efficiency of ``single`` (bisection on its
     log, to 1%); None when even the full link leaves the TP run needing more than its partner."""
     nominal = replica.Factors(moe=1.0, allreduce=1.0, fp4=1.0)
@@ -202,11 +203,11 @@ def _pair_efficiency(cat: Catalog, eta_bw: dict[str, float], tp_run: dict, singl
 
 
 def allreduce_efficiency(cat: Catalog, eta_bw: dict[str, float]) -> tuple[float, str]:
-    """The median over :func:`tensor_parallel_pairs` of the all-reduce efficiency at which each tensor-parallel run
-    fits the same compute efficiency as its single-chip-stage partner, with its basis; nominal (1.0) without a
-    pair that fits."""
+    """The (upper) median over :func:`tensor_parallel_pairs` of the all-reduce efficiency at which each
+    tensor-parallel run fits the same compute efficiency as its single-chip-stage partner, with its basis; nominal
+    (1.0) without a pair that fits."""
     pairs = tensor_parallel_pairs(cat)
-    fitted = [e for e in (_pair_efficiency(cat, eta_bw, a, b) for a, b in pairs) if e is not None]
+    fitted = [e for e in (pair_efficiency(cat, eta_bw, a, b) for a, b in pairs) if e is not None]
     if not fitted:
         return 1.0, "nominal: no round holds a tensor-parallel and a single-chip result of the same chip die"
     names = "; ".join(f"{a['run_id']} vs {b['run_id']}" for a, b in pairs)
