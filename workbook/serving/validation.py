@@ -12,17 +12,17 @@ systems' own rows; NVIDIA's TensorRT-LLM tables (rounds "TRT-LLM 0.13" to "1.2",
 H100/H200, FP4 on B200) are their held-out test.
 
 MLPerf server latencies (TTFT / TPOT, each row's mean or 99th percentile: the round limits the p99; Server and, from
-v5.0/v5.1, Interactive benchmarks, each with its own limits: ``ttft_limit_ms``, ``tpot_limit_ms``) are predicted,
-in the same statistic, at the model's own highest load within the same p99 limits (``max_load_fraction``, refined
+v5.0/v5.1, Interactive benchmarks, each with its own limits: ``ttft_limit_ms``, ``tpot_limit_ms``) are predicted, in
+the same statistic, at the model's own highest load within the same p99 limits (``max_load_fraction``, refined
 between the 1% load grid's steps: :func:`workbook.serving.replica.refined_limits`;
 :func:`workbook.serving.published.predict_detail`); ``server_latency`` lists them per round against the 30% target.
-The published load is the most each system sustained within the limits, so the model's own most is its
-counterpart. At that edge a queue (for a sequence slot, for the step's token budget) grows as 1 / (1 - load): where
-one binds, the p99 TTFT sits at its limit, and 1% less traffic brings it back to a fraction of that. So each is
-also read at 99% of that load (``predicted_near_max``, ``error_near_max``). Measured on the 112 MLPerf v4.1-v5.1
-rows (Llama 2 70B, Llama 3.1 8B and 405B, Mixtral): 69 within 30% at the edge and 72 at 1% less traffic. Each is
-also read at the run's **published load** (``published_load_fraction``: the submitter's tokens/s per replica over
-the model's capacity of that replica; at the model's maximum where the published load is above it,
+The published load is the most each system sustained within the limits, so the model's own most is its counterpart.
+At that edge a queue (for a sequence slot, for the step's token budget) grows as 1 / (1 - load): where one binds,
+the p99 TTFT sits at its limit, and 1% less traffic brings it back to a fraction of that. So each is also read at
+99% of that load (``predicted_near_max``, ``error_near_max``). Measured on the 132 MLPerf v4.1-v5.1 rows (Llama 2
+70B, Llama 3.1 8B and 405B, Mixtral; Llama 3.1 70B on vLLM 0.9): 92 within 30% at the edge and 91 at 1% less
+traffic. Each is also read at the run's **published load** (``published_load_fraction``: the submitter's tokens/s
+per replica over the model's capacity of that replica; at the model's maximum where the published load is above it,
 ``published_load_above_max``): ``predicted_at_published_load``, shown, not used: near capacity TPOT ~ 1 / (1 - load)
 turns the model's capacity error on the system into a several-fold latency error (H100 v4.1 Llama 2 70B: published
 load 0.77 of the model's capacity, TPOT 79 ms predicted vs 155 ms published). Under tight limits the latencies are
