@@ -350,7 +350,7 @@ class InferenceRuns(pa.DataFrameModel):
     published: pl.Date
     accelerator_id: str = pa.Field(str_matches=SLUG)
     chips: int = pa.Field(ge=1)
-    tensor_parallel: Optional[int] = pa.Field(nullable=True, ge=1)
+    tensor_parallel: Optional[int] = pa.Field(nullable=True, ge=1)  # chips per replica: tensor x pipeline degree
     model: str
     params: float = pa.Field(gt=0)
     active_params: float = pa.Field(gt=0)
@@ -376,7 +376,7 @@ class InferenceRuns(pa.DataFrameModel):
     latency_statistic: Optional[str] = pa.Field(nullable=True, isin=("mean", "p99", "unstated"))
     value: float = pa.Field(gt=0)
     # The submitter's scheduler settings (null: not published; the unlimited engine's value applies, see
-    # workbook.serving.published.scheduler). Per replica (tensor_parallel chips):
+    # workbook.serving.published.scheduler). Per replica (tensor_parallel chips: tensor x pipeline degree):
     pipeline_parallel: Optional[int] = pa.Field(nullable=True, ge=1)  # pipeline stages (micro-batches in flight)
     max_tokens_per_step: Optional[int] = pa.Field(nullable=True, ge=1)  # max_num_tokens / max_num_batched_tokens
     max_seqs: Optional[int] = pa.Field(nullable=True, ge=1)  # max_batch_size (TRT-LLM) / max_num_seqs (vLLM)

@@ -19,9 +19,9 @@ between the 1% load grid's steps: :func:`workbook.serving.replica.refined_limits
 The published load is the most each system sustained within the limits, so the model's own most is its counterpart.
 At that edge a queue (for a sequence slot, for the step's token budget) grows as 1 / (1 - load): where one binds,
 the p99 TTFT sits at its limit, and 1% less traffic brings it back to a fraction of that. So each is also read at
-99% of that load (``predicted_near_max``, ``error_near_max``). Measured on the 136 MLPerf v4.1-v5.1 rows (Llama 2
-70B, Llama 3.1 8B and 405B, Mixtral; Llama 3.1 70B on vLLM 0.9 and TensorRT-LLM 1.0): 91 within 30% at the edge and
-93 at 1% less traffic. Each is also read at the run's **published load** (``published_load_fraction``: the
+99% of that load (``predicted_near_max``, ``error_near_max``). Measured on the 144 MLPerf v4.1-v5.1 rows (Llama 2
+70B, Llama 3.1 8B and 405B, Mixtral; Llama 3.1 70B on vLLM 0.9 and TensorRT-LLM 1.0): 95 within 30% at the edge and
+99 at 1% less traffic. Each is also read at the run's **published load** (``published_load_fraction``: the
 submitter's tokens/s per replica over the model's capacity of that replica; at the model's maximum where the
 published load is above it, ``published_load_above_max``): ``predicted_at_published_load``, shown, not used: near
 capacity TPOT ~ 1 / (1 - load) turns the model's capacity error on the system into a several-fold latency error
