@@ -17,10 +17,12 @@
   where NCCL's all-reduce of a few MB on Hopper reaches 0.3-0.5 of the link (vLLM PR #42324). Nominal (1.0) where no
   such pair exists. NVIDIA's TensorRT-LLM throughput tables at TP 1/2/4/8
   are the held-out test of it.
-* FP4 factor ``fp4``: FP4 matmuls (NVFP4 on Blackwell) reach a smaller fraction of their doubled peak than FP8
-  ones of theirs: the ratio of an FP4 result's fitted compute efficiency to the dense FP8/BF16 one of the same stack
-  and round (MLPerf v5.0: B200 against H100/H200). Fitted once, like the all-reduce efficiency, and kept for that
-  system's own server rows; NVIDIA's TensorRT-LLM B200 FP4 tables are its held-out test.
+* FP4 factor, per vendor (``fp4_by_stack``, :func:`fp4_factors`): FP4 matmuls (NVFP4 on Blackwell, MXFP4 on
+  CDNA4) reach a different fraction of their doubled peak than FP8 ones of theirs: the ratio of an FP4 result's fitted
+  compute efficiency to the dense FP8/BF16 one of the same stack and round. NVIDIA: 0.61 (MLPerf v5.0, B200 against
+  H100/H200), for TensorRT-LLM and vLLM on CUDA alike (the same chips and kernels); AMD: 0.96 (MLPerf v5.1 open
+  division, MI355X against MI300X). Each is fitted on one result and kept for that system's own rows; NVIDIA's
+  TensorRT-LLM B200 FP4 tables are the held-out test of NVIDIA's.
 * Each vendor has a best published stack and a generic open-source one (``STACKS``); a stack with no published
   result borrows another's efficiencies (``PROXIES``) and the answer names the proxy.
 """
@@ -75,10 +77,14 @@ class ServingEfficiency:
     points: pl.DataFrame
     allreduce: float
     allreduce_basis: str
-    fp4: float
+    fp4: float  # the FP4 factor of a stack with no FP4 result of its vendor: the median over every FP4 result
+    fp4_by_stack: dict[str, float]  # each stack's FP4 factor (:func:`fp4_factors`)
+    fp4_basis: dict[str, str]
 
     def factors(self) -> replica.Factors:
-        return replica.Factors(moe=self.moe, allreduce=self.allreduce, fp4=self.fp4)
+        return replica.Factors(
+            moe=self.moe, allreduce=self.allreduce, fp4=self.fp4, fp4_by_stack=tuple(self.fp4_by_stack.items())
+        )
 
     def for_accelerators(self, accelerators: pl.DataFrame, choice: str) -> pl.DataFrame:
         """``accelerators`` with the chosen stack of each vendor and its efficiencies (proxies resolved)."""
@@ -100,10 +106,10 @@ class ServingEfficiency:
         ).with_columns(
             stack_round=pl.col("round"),
             stack_note=pl.coalesce("stack_note", "compute_basis"),
+            fp4_basis=pl.col("stack").replace_strict(self.fp4_basis, default=None, return_dtype=pl.String),
         )
-        return accelerators.join(mapping, on="vendor", how="left").join(
-            table.select("stack", "stack_name", "stack_round", "stack_note", "eta_bw", "eta_c"), on="stack", how="left"
-        )
+        columns = ("stack", "stack_name", "stack_round", "stack_note", "fp4_basis", "eta_bw", "eta_c")
+        return accelerators.join(mapping, on="vendor", how="left").join(table.select(columns), on="stack", how="left")
 
 
 def _bandwidth_points(runs: pl.DataFrame) -> pl.DataFrame:
@@ -214,21 +220,52 @@ def allreduce_efficiency(cat: Catalog, eta_bw: dict[str, float]) -> tuple[float,
     return float(sorted(fitted)[len(fitted) // 2]), f"fitted on {names}"
 
 
-def _ratio_to_dense(points: pl.DataFrame, kind: str) -> float:
-    """Median, over the points of ``kind``, of their efficiency / the dense efficiency of the same stack and
-    round; 1.0 when no pair exists."""
+def _dense_pairs(points: pl.DataFrame, kind: str) -> pl.DataFrame:
+    """The points of ``kind``, each with the median dense efficiency of the same stack and round (``dense``)."""
     dense = (
         points.filter(pl.col("kind") == "compute")
         .group_by("stack", "round")
         .agg(pl.col("efficiency").median().alias("dense"))
     )
-    pairs = points.filter(pl.col("kind") == kind).join(dense, on=["stack", "round"])
+    return points.filter(pl.col("kind") == kind).join(dense, on=["stack", "round"])
+
+
+def _ratio_to_dense(points: pl.DataFrame, kind: str) -> float:
+    """Median, over the points of ``kind``, of their efficiency / the dense efficiency of the same stack and
+    round; 1.0 when no pair exists."""
+    pairs = _dense_pairs(points, kind)
     return (pairs["efficiency"] / pairs["dense"]).median() if pairs.height else 1.0
 
 
-def fp4_factor(points: pl.DataFrame) -> float:
-    """Compute efficiency of FP4 matmuls (of the chip's FP4 peak) relative to dense FP8/BF16 ones (of theirs)."""
-    return _ratio_to_dense(points, "compute-fp4")
+def fp4_factors(points: pl.DataFrame) -> tuple[float, dict[str, float], dict[str, str]]:
+    """Compute efficiency of FP4 matmuls (of the chip's FP4 peak) relative to dense FP8/BF16 ones (of theirs), per
+    stack: fitted on the stack's own FP4 results (:func:`_ratio_to_dense`, against the same stack and round), else on
+    its vendor's other stack's (the same chips and FP4 kernels), else the median over every FP4 result (returned
+    first). With each, its basis."""
+    pairs = _dense_pairs(points, "compute-fp4").with_columns(ratio=pl.col("efficiency") / pl.col("dense"))
+    overall = pairs["ratio"].median() if pairs.height else 1.0
+    own = {
+        stack: (
+            group["ratio"].median(),
+            f"fitted on {', '.join(group['run_id'])}, {', '.join(group['round'].unique())}",
+        )
+        for (stack,), group in pairs.group_by("stack")
+    }
+    vendor_of = {stack: vendor for (vendor, _), stack in STACKS.items()}
+    factors, basis = {}, {}
+    for stack in STACK_NAMES:
+        kin = [s for s in own if vendor_of.get(s) == vendor_of.get(stack) and s != stack]
+        if stack in own:
+            factors[stack], basis[stack] = own[stack]
+        elif kin:
+            factors[stack] = own[kin[0]][0]
+            basis[stack] = f"{STACK_NAMES[kin[0]]}'s on the same chips, {own[kin[0]][1]}"
+        else:
+            factors[stack], basis[stack] = (
+                overall,
+                f"no FP4 result of this vendor: the median of all {pairs.height} FP4 results",
+            )
+    return overall, factors, basis
 
 
 def moe_factor(points: pl.DataFrame) -> float:
@@ -287,7 +324,7 @@ def calibrate(cat: Catalog) -> ServingEfficiency:
     return ServingEfficiency(
         stacks=_stack_table(compute.filter(pl.col("kind") == "compute"), eta_bw, bw_basis),
         moe=moe_factor(compute),
-        fp4=fp4_factor(compute),
+        **dict(zip(("fp4", "fp4_by_stack", "fp4_basis"), fp4_factors(compute), strict=True)),
         points=pl.concat([bandwidth, compute]),
         allreduce=allreduce,
         allreduce_basis=allreduce_basis,

@@ -78,6 +78,7 @@ class Factors:
     moe: float
     allreduce: float
     fp4: float
+    fp4_by_stack: tuple[tuple[str, float], ...] = ()  # (stack, FP4 factor) where a stack has its own; else ``fp4``
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,7 +260,12 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     peak = peak_column(s.weight_precision)
     eta_c = pl.col("eta_c") * (factors.moe if m.active_params < m.params else 1.0)
     fp4_matmuls = pl.lit(s.weight_precision == "fp4") & pl.col("fp4_flops_per_s").is_not_null()
-    eta_c = eta_c * pl.when(fp4_matmuls).then(factors.fp4).otherwise(1.0)  # elsewhere FP4 weights run FP8 matmuls
+    fp4 = (
+        pl.col("stack").replace_strict(dict(factors.fp4_by_stack), default=factors.fp4, return_dtype=pl.Float64)
+        if factors.fp4_by_stack and "stack" in frame.columns
+        else pl.lit(factors.fp4)
+    )
+    eta_c = eta_c * pl.when(fp4_matmuls).then(fp4).otherwise(1.0)  # elsewhere FP4 weights run FP8 matmuls
     stages = pl.col("pipeline_parallel").cast(pl.Float64) if "pipeline_parallel" in frame.columns else pl.lit(1.0)
     within_stage = t / stages
     allreduce = pl.when(pl.col("kind").is_in(ALLREDUCE_KINDS)).then(factors.allreduce).otherwise(1.0)
@@ -312,7 +318,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         max_sequences = pl.min_horizontal(max_sequences, engine_limit)
     return frame.with_columns(
         allreduce_efficiency=pl.when(within_stage > 1).then(allreduce),  # null: no all-reduce
-        fp4_factor=pl.when(fp4_matmuls).then(pl.lit(factors.fp4)),  # null: no FP4 matmuls
+        fp4_factor=pl.when(fp4_matmuls).then(fp4),  # null: no FP4 matmuls
         prefill_s=prefill_s,
         prefill_tail_s=prefill_tail_s,
         decode_s=decode_s,

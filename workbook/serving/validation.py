@@ -6,10 +6,11 @@ and round: its offline, server and latency rows), from the other systems of the 
 generation), else from the stack's newest remaining round; a stack left with no result falls back to the
 median of the other stacks (``basis`` says which). The mixture-of-experts factor is re-fitted the same way.
 This is the honest error: a result is never predicted from itself. ``by_round`` shows it per round, so
-software drift is visible. Two exceptions, stated: the all-reduce efficiency is fitted on the MLPerf v4.1
-H100 TP2 / H200 TP1 pair and the FP4 factor on MLPerf v5.0's B200 offline result, and both are kept for those
-systems' own rows; NVIDIA's TensorRT-LLM tables (rounds "TRT-LLM 0.13" to "1.2", in no fit: TP 1/2/4/8 on
-H100/H200, FP4 on B200) are their held-out test.
+software drift is visible. Two exceptions, stated: the all-reduce efficiency is fitted on the H100 TP2 / H200 TP1
+pairs (MLPerf v4.1, v5.1) and each vendor's FP4 factor on one offline result (NVIDIA: MLPerf v5.0's B200; AMD: MLPerf
+v5.1's MI355X, open division), and both are kept for those systems' own rows; NVIDIA's TensorRT-LLM tables (rounds
+"TRT-LLM 0.13" to "1.2", in no fit: TP 1/2/4/8 on H100/H200, FP4 on B200) are their held-out test (AMD's FP4 has
+none: with NVIDIA's factor its MI355X result would be 0.68x).
 
 MLPerf server latencies (TTFT / TPOT, each row's mean or 99th percentile: the round limits the p99; Server and, from
 v5.0/v5.1, Interactive benchmarks, each with its own limits: ``ttft_limit_ms``, ``tpot_limit_ms``) are predicted, in
