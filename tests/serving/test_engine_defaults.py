@@ -12,7 +12,7 @@ from workbook.model.spec import ModelSpec
 from workbook.serving import options, replica, validation
 from workbook.serving.calibration import STACKS
 
-NOMINAL = replica.Factors(moe=1.0, allreduce=1.0, fp4=1.0)
+NOMINAL = replica.Factors(moe=1.0, allreduce=1.0, fp4=0.0)
 
 
 def _long_prompts(**kw):

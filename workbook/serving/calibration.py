@@ -17,12 +17,15 @@
   where NCCL's all-reduce of a few MB on Hopper reaches 0.3-0.5 of the link (vLLM PR #42324). Nominal (1.0) where no
   such pair exists. NVIDIA's TensorRT-LLM throughput tables at TP 1/2/4/8
   are the held-out test of it.
-* FP4 factor, per vendor (``fp4_by_stack``, :func:`fp4_factors`): FP4 matmuls (NVFP4 on Blackwell, MXFP4 on
-  CDNA4) reach a different fraction of their doubled peak than FP8 ones of theirs: the ratio of an FP4 result's fitted
-  compute efficiency to the dense FP8/BF16 one of the same stack and round. NVIDIA: 0.61 (MLPerf v5.0, B200 against
-  H100/H200), for TensorRT-LLM and vLLM on CUDA alike (the same chips and kernels); AMD: 0.96 (MLPerf v5.1 open
-  division, MI355X against MI300X). Each is fitted on one result and kept for that system's own rows; NVIDIA's
-  TensorRT-LLM B200 FP4 tables are the held-out test of NVIDIA's.
+* FP4, per vendor (``fp4_by_stack``, :func:`fp4_factors`): FP4 matmuls (NVFP4 on Blackwell, MXFP4 on CDNA4) speed
+  up only the matmuls, a share f of a token's dense compute time, by the chip's FP4 / FP8 peak ratio r (Amdahl:
+  :func:`workbook.serving.replica.fp4_factor`), and the share grows with the model's width, f = 1 / (1 + k L d / N)
+  (:func:`workbook.serving.replica.fp4_fraction`). k is fitted on an FP4 result against the dense efficiency of the
+  same stack and round. NVIDIA: a 70B model's share 0.37 (MLPerf v5.0, B200 against H100/H200: 0.61 of the FP8
+  efficiency at twice the peak), for TensorRT-LLM and vLLM on CUDA alike (the same chips and kernels); AMD: 0.96
+  (MLPerf v5.1 open division, MI355X against MI300X). Each is fitted on one result and kept for that system's own
+  rows; NVIDIA's TensorRT-LLM B200 FP4 tables and MLPerf v6.0's B300 and GB300 results (FP4 peak 2.9-3x FP8) are the
+  held-out test of NVIDIA's.
 * Each vendor has a best published stack and a generic open-source one (``STACKS``); a stack with no published
   result borrows another's efficiencies (``PROXIES``) and the answer names the proxy.
 """
@@ -77,8 +80,8 @@ class ServingEfficiency:
     points: pl.DataFrame
     allreduce: float
     allreduce_basis: str
-    fp4: float  # the FP4 factor of a stack with no FP4 result of its vendor: the median over every FP4 result
-    fp4_by_stack: dict[str, float]  # each stack's FP4 factor (:func:`fp4_factors`)
+    fp4: float  # the FP4 coefficient of a stack with no FP4 result of its vendor: the median over every FP4 result
+    fp4_by_stack: dict[str, float]  # each stack's FP4 coefficient (:func:`fp4_factors`)
     fp4_basis: dict[str, str]
 
     def factors(self) -> replica.Factors:
@@ -155,12 +158,13 @@ def compute_points(cat: Catalog, eta_bw: dict[str, float], allreduce: float) -> 
     """eta_c of every offline throughput row, each fitted on its own (kind ``compute``: dense FP8/BF16 models;
     ``compute-moe``: mixtures of experts, whose ratio to the dense value is the MoE factor; ``compute-fp4``: FP4
     matmuls, the FP4 factor's)."""
-    factors = replica.Factors(moe=1.0, allreduce=allreduce, fp4=1.0)
+    factors = replica.Factors(moe=1.0, allreduce=allreduce, fp4=0.0)
     rows = [
         {
             **_ids(r),
             "kind": _kind(r),
             "efficiency": published.fit_compute_efficiency(cat.accelerators, r, eta_bw[r["stack"]], factors),
+            "layer_width_per_param": replica.layer_width_per_param(r["n_layers"], r["hidden_dim"], r["active_params"]),
         }
         for r in _throughput_runs(cat).iter_rows(named=True)
     ]
@@ -191,11 +195,11 @@ def tensor_parallel_pairs(cat: Catalog) -> list[tuple[dict, dict]]:
 def pair_efficiency(cat: Catalog, eta_bw: dict[str, float], tp_run: dict, single: dict) -> float | None:
     """The all-reduce efficiency at which ``tp_run`` fits the compute efficiency of ``single`` (bisection on its
     log, to 1%); None when even the full link leaves the TP run needing more than its partner."""
-    nominal = replica.Factors(moe=1.0, allreduce=1.0, fp4=1.0)
+    nominal = replica.Factors(moe=1.0, allreduce=1.0, fp4=0.0)
     target = published.fit_compute_efficiency(cat.accelerators, single, eta_bw[single["stack"]], nominal)
 
     def gap(efficiency: float) -> float:  # > 0: the TP run needs more compute than its partner
-        factors = replica.Factors(moe=1.0, allreduce=efficiency, fp4=1.0)
+        factors = replica.Factors(moe=1.0, allreduce=efficiency, fp4=0.0)
         fitted = published.fit_compute_efficiency(cat.accelerators, tp_run, eta_bw[tp_run["stack"]], factors)
         return math.inf if math.isnan(fitted) else fitted - target  # NaN: even the full peak falls short
 
@@ -237,13 +241,21 @@ def _ratio_to_dense(points: pl.DataFrame, kind: str) -> float:
     return (pairs["efficiency"] / pairs["dense"]).median() if pairs.height else 1.0
 
 
-def fp4_factors(points: pl.DataFrame) -> tuple[float, dict[str, float], dict[str, str]]:
-    """Compute efficiency of FP4 matmuls (of the chip's FP4 peak) relative to dense FP8/BF16 ones (of theirs), per
-    stack: fitted on the stack's own FP4 results (:func:`_ratio_to_dense`, against the same stack and round), else on
-    its vendor's other stack's (the same chips and FP4 kernels), else the median over every FP4 result (returned
-    first). With each, its basis."""
-    pairs = _dense_pairs(points, "compute-fp4").with_columns(ratio=pl.col("efficiency") / pl.col("dense"))
-    overall = pairs["ratio"].median() if pairs.height else 1.0
+def fp4_factors(points: pl.DataFrame, accelerators: pl.DataFrame) -> tuple[float, dict[str, float], dict[str, str]]:
+    """FP4 coefficient k per stack (:func:`workbook.serving.replica.fp4_fraction`: FP4 matmuls speed up a share
+    f = 1 / (1 + k L d / N) of the dense compute time, by the chip's FP4 / FP8 peak ratio r). An FP4 result's fitted
+    efficiency (of its FP4 peak) over the dense one of the same stack and round is 1 / (f + (1 - f) r), so
+    f = (dense / efficiency - r) / (1 - r) (kept within 1% and 100%) and **k = (1 / f - 1) N / (L d)**. Fitted on the
+    stack's own FP4 results (the median), else on its vendor's other stack's (the same chips and FP4 kernels), else
+    the median over every FP4 result (returned first). With each, its basis."""
+    peak_ratio = pl.col("fp4_flops_per_s") / pl.col("fp8_flops_per_s")
+    share = (pl.col("dense") / pl.col("efficiency") - pl.col("peak_ratio")) / (1 - pl.col("peak_ratio"))
+    pairs = (
+        _dense_pairs(points, "compute-fp4")
+        .join(accelerators.select("accelerator_id", peak_ratio=peak_ratio), on="accelerator_id")
+        .with_columns(ratio=(1 / share.clip(0.01, 1.0) - 1) / pl.col("layer_width_per_param"))
+    )
+    overall = pairs["ratio"].median() if pairs.height else 0.0
     own = {
         stack: (
             group["ratio"].median(),
@@ -324,8 +336,8 @@ def calibrate(cat: Catalog) -> ServingEfficiency:
     return ServingEfficiency(
         stacks=_stack_table(compute.filter(pl.col("kind") == "compute"), eta_bw, bw_basis),
         moe=moe_factor(compute),
-        **dict(zip(("fp4", "fp4_by_stack", "fp4_basis"), fp4_factors(compute), strict=True)),
-        points=pl.concat([bandwidth, compute]),
+        **dict(zip(("fp4", "fp4_by_stack", "fp4_basis"), fp4_factors(compute, cat.accelerators), strict=True)),
+        points=pl.concat([bandwidth, compute], how="diagonal"),
         allreduce=allreduce,
         allreduce_basis=allreduce_basis,
     )

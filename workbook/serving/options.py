@@ -212,6 +212,7 @@ SERVE_COLUMNS = [
     "allreduce_efficiency",
     "allreduce_latency_us",
     "fp4_factor",
+    "fp4_fraction",
     "fp4_basis",
     "sequences",
     "chips_per_replica",

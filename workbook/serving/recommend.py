@@ -172,7 +172,9 @@ def _fp4_words(o: dict, scenario) -> str:
     """How FP4 weights are multiplied on the chip, when they are FP4."""
     if o.get("fp4_factor") is not None:
         return (
-            f"FP4 matmuls reach {o['fp4_factor']:.0%} of that efficiency, of the chip's FP4 peak ({o['fp4_basis']}). "
+            f"FP4 matmuls speed up {o['fp4_fraction']:.0%} of this model's compute time (the rest, attention and"
+            f" the passes over each token's activations, runs as with FP8), so FP4 weights reach"
+            f" {o['fp4_factor']:.0%} of that efficiency, of the chip's FP4 peak ({o['fp4_basis']}). "
         )
     if scenario.weight_precision == "fp4":
         return "This chip has no FP4 matmuls: its FP4 weights are multiplied at the FP8 rate (or BF16 without FP8). "

@@ -72,13 +72,14 @@ SLOTS_FULL = 0.999  # busy slots are capped just below all of them, where the wa
 @dataclasses.dataclass(frozen=True)
 class Factors:
     """Calibrated once for every stack (:mod:`workbook.serving.calibration`): the compute efficiency of
-    mixture-of-experts layers and of FP4 matmuls relative to the stack's dense FP8/BF16 one, and the fraction of
-    the link's one-way bandwidth a tensor-parallel all-reduce of a decode step's tokens reaches on a GPU."""
+    mixture-of-experts layers relative to the stack's dense FP8/BF16 one, the coefficient of the share of the
+    compute time FP4 weights speed up (:func:`fp4_fraction`), and the fraction of the link's one-way bandwidth a
+    tensor-parallel all-reduce of a decode step's tokens reaches on a GPU."""
 
     moe: float
     allreduce: float
-    fp4: float
-    fp4_by_stack: tuple[tuple[str, float], ...] = ()  # (stack, FP4 factor) where a stack has its own; else ``fp4``
+    fp4: float  # FP4 coefficient (:func:`fp4_fraction`) of a stack with none of its own
+    fp4_by_stack: tuple[tuple[str, float], ...] = ()  # (stack, FP4 coefficient) where a stack has its own; else ``fp4``
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +191,37 @@ def dispatch_burst_tokens(sched: Scheduler, rps: pl.Expr, s: ServeScenario, perc
     return mean + NormalDist().inv_cdf(percentile) * (k * prompt_second_moment(s)) ** 0.5
 
 
+def fp4_fraction(factors: Factors, frame: pl.DataFrame, model) -> pl.Expr:
+    """Share of a token's dense compute time that FP4 matmuls speed up, for ``model``: the matmuls' time is
+    proportional to the active parameters N, the rest of a layer's work per token (norms, residuals, activation
+    functions, rotary embeddings, quantizing activations: memory-bound passes over the token's hidden state) to
+    layers x hidden width L d, so the rest over the matmuls is k L d / N and the share is **1 / (1 + k L d / N)**,
+    with k the stack's FP4 coefficient (:func:`workbook.serving.calibration.fp4_factors`): a wide model (405B, d
+    16,384) gains more from FP4 than a narrow one (8B, d 4,096)."""
+    if factors.fp4_by_stack and "stack" in frame.columns:
+        k = pl.col("stack").replace_strict(dict(factors.fp4_by_stack), default=factors.fp4, return_dtype=pl.Float64)
+    else:
+        k = pl.lit(factors.fp4)
+    return 1 / (1 + k * layer_width_per_param(model.n_layers, model.hidden_dim, model.active_params))
+
+
+def layer_width_per_param(n_layers, hidden_dim, active_params):
+    """L d / N: a token's work outside the matmuls relative to its matmuls' (:func:`fp4_fraction`)."""
+    return n_layers * hidden_dim / active_params
+
+
+def fp4_factor(factors: Factors, frame: pl.DataFrame, model) -> pl.Expr:
+    """Compute efficiency with FP4 weights, of the chip's FP4 peak, relative to the FP8 efficiency of its FP8 peak.
+    Amdahl: FP4 matmuls run a share f of the FP8 compute time (:func:`fp4_fraction`) r = FP4 peak / FP8 peak times
+    faster, the rest as fast as before, so the time falls to f / r + 1 - f and the efficiency of the FP4 peak is
+    **1 / (f + (1 - f) r)**. A chip whose FP4 peak is 3x its FP8 one (GB300, B300 2.9x) gains less from FP4 than
+    one with 2x (B200, GB200), as published: in MLPerf v6.0 B300 and GB300 serve Llama 2 70B and Llama 3.1 8B at
+    1.04-1.08x B200's and GB200's throughput per GPU, with 1.46-1.5x their FP4 peak."""
+    ratio = pl.col("fp4_flops_per_s") / pl.col("fp8_flops_per_s")
+    fraction = fp4_fraction(factors, frame, model)
+    return 1 / (fraction + (1 - fraction) * ratio)
+
+
 def configs(accelerators: pl.DataFrame) -> pl.DataFrame:
     """Accelerators x replica layouts: ``tensor_parallel`` chips in one scale-up domain (``pipeline_parallel``
     1), and, where a whole domain is a node of at most :data:`MAX_NODE_CHIPS` chips, ``pipeline_parallel`` such
@@ -260,11 +292,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     peak = peak_column(s.weight_precision)
     eta_c = pl.col("eta_c") * (factors.moe if m.active_params < m.params else 1.0)
     fp4_matmuls = pl.lit(s.weight_precision == "fp4") & pl.col("fp4_flops_per_s").is_not_null()
-    fp4 = (
-        pl.col("stack").replace_strict(dict(factors.fp4_by_stack), default=factors.fp4, return_dtype=pl.Float64)
-        if factors.fp4_by_stack and "stack" in frame.columns
-        else pl.lit(factors.fp4)
-    )
+    fp4 = fp4_factor(factors, frame, m)
     eta_c = eta_c * pl.when(fp4_matmuls).then(fp4).otherwise(1.0)  # elsewhere FP4 weights run FP8 matmuls
     stages = pl.col("pipeline_parallel").cast(pl.Float64) if "pipeline_parallel" in frame.columns else pl.lit(1.0)
     within_stage = t / stages
@@ -319,6 +347,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     return frame.with_columns(
         allreduce_efficiency=pl.when(within_stage > 1).then(allreduce),  # null: no all-reduce
         fp4_factor=pl.when(fp4_matmuls).then(fp4),  # null: no FP4 matmuls
+        fp4_fraction=pl.when(fp4_matmuls).then(fp4_fraction(factors, frame, m)),
         prefill_s=prefill_s,
         prefill_tail_s=prefill_tail_s,
         decode_s=decode_s,
