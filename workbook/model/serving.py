@@ -6,12 +6,14 @@
   prompt + output tokens at its end, and a decode step's sequences hold P + E[O^2] / (2 E[O]) on average
   (P + O/2 for answers of one length; longer answers stay in flight longer: :func:`decode_context_tokens`).
 * One request costs the replica, in seconds of its time (t chips, dense peak x compute efficiency ``eta_c``,
-  HBM bandwidth x bandwidth efficiency ``eta_bw``; L layers, attention width d):
+  HBM bandwidth x the streaming efficiency ``eta_bw`` measured for the chip's vendor, :data:`HBM_STREAM_EFFICIENCY`;
+  L layers, attention width d):
   prefill  = (2 N_active P + 2 L d E[P^2]) / (t peak eta_c) + P c   (compute-bound; causal attention is quadratic;
              c = tensor-parallel all-reduce per token)
   decode   = O x ((2 N_active + 4 L d C) / (t peak eta_c) + c)   (the FLOPs of its O output tokens; C the mean
              decode context above)
-  KV reads = O x kv_per_token x C / (t bw eta_bw)  (each decode step reads the sequence's cache)
+  KV reads = O x kv_per_token x C / (t bw eta_bw s)  (each decode step reads the sequence's cache; paged reads at
+             s = :data:`KV_READ_SHARE` of the weights' streaming rate)
   c = 2 all-reduces per layer of the token's hidden state over the tensor-parallel chips, at the link's one-way
   bandwidth x the all-reduce efficiency ``eta_ar`` (calibrated: :mod:`workbook.serving.calibration`).
 * An all-reduce costs a latency plus its bytes over a bandwidth, in one of two regimes, as collective libraries
@@ -21,8 +23,10 @@
   time beside the weight read; overridable in :class:`workbook.serving.scenario.ServeAssumptions`) and
   travel at ``eta_ar`` of the link; a long prompt's tokens travel together, at the link's full one-way speed after
   ``BULK_ALLREDUCE_LATENCY_S`` (:func:`prompt_allreduce_seconds_per_token`).
-* Continuous batching with chunked prefill: every step reads the weights once (``weights_s`` = weight bytes per
-  chip / (bw eta_bw)) and, at load lambda requests/s, spends lambda x step x (decode + KV reads + prefill) on
+* Continuous batching with chunked prefill: every step reads the weights once and pays the engine's fixed cost
+  (``weights_s`` = weight bytes per chip / (bw eta_bw) + the stack's step overhead, fitted on its batch-1 steps:
+  :func:`workbook.serving.replica.step_overhead`) and, at load lambda requests/s, spends lambda x step x (decode +
+  KV reads + prefill) on
   the requests' work: prefill chunks steal time from decode steps instead of waiting for an idle replica. So
   step = weights_s + rho x step, i.e. **step = weights_s / (1 - rho)**, with rho = lambda / capacity and
   **capacity = 1 / (decode + KV reads + prefill)** requests/s. Time per output token = step. The KV reads add to
@@ -77,6 +81,27 @@ LATENCY_PERCENTILE = 0.99
 #   bus bandwidth at large sizes against NVLink 4's 450 GB/s one way, docs.alayanew.com "NCCL-tests in practice").
 # * over PCIe (L4, L40S, A10G cards: no NVLink), small messages: 40 us (NCCL issue #1530, 8x RTX 4090 on PCIe,
 #   all_reduce_perf of 8 bytes: 40-42 us; issue #1439, 8x RTX 3090: 54 us).
+# The fraction of the HBM's datasheet bandwidth a step's weights stream at, per vendor: BabelStream on large arrays.
+# NVIDIA: H100 SXM Copy 2.90 / Triad 2.97 / Dot 3.18 TB/s of 3.35 (87-95%), H200 Triad 4.15 of 4.8 (86%) (github
+# Azure/AI-benchmarking-guide@8fd0c6e1 Azure_Results/ND_H100_v5_results.md, ND_H200_v5_results.md): 0.9. AMD: MI300X
+# Copy 4.26 / Triad 3.95 TB/s of 5.3 (80% / 75%; github ROCm/system-acceptance-docs@b754ce72
+# docs/mi300x/performance-bench.rst): 0.78. Other vendors (TPU, Trainium): no measurement found, NVIDIA's is used.
+# What else a step costs at batch 1 is the stack's fixed step overhead (workbook.serving.calibration).
+HBM_STREAM_EFFICIENCY = {"nvidia": 0.9, "amd": 0.78}
+HBM_STREAM_DEFAULT = 0.9
+HBM_STREAM_BASIS = "BabelStream on large arrays: H100/H200 86-95% of the datasheet HBM bandwidth, MI300X 75-80%"
+# Paged KV-cache reads in decode attention reach less than streamed weights: scattered blocks of a few tokens per
+# layer. Paged-attention decode kernels reach ~2.4 TB/s on H100, 72% of 3.35 (KernelBench "03_paged_attention"
+# reference, vLLM PagedAttention v2 / FlashInfer; huggingface.co/datasets/Infatoshi/kernelbench-hard-problems), 0.8
+# of the 0.9 weights stream at; the same share is used on every chip.
+KV_READ_SHARE = 0.8
+
+
+def hbm_stream_efficiency(vendor: str | None) -> float:
+    """Fraction of the datasheet HBM bandwidth streamed weights reach on ``vendor``'s chips (measured copies)."""
+    return HBM_STREAM_EFFICIENCY.get(vendor or "", HBM_STREAM_DEFAULT)
+
+
 SMALL_ALLREDUCE_LATENCY_S = 10e-6
 BULK_ALLREDUCE_LATENCY_S = 45e-6
 PCIE_ALLREDUCE_LATENCY_S = 40e-6  # the statistic latency targets (and MLPerf's server limits) set

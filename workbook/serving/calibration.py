@@ -1,9 +1,16 @@
 """Serving efficiencies per software stack, fitted on that stack's published results
 (``data/inference_runs.csv``, role ``calibrate``) with the same formulas the prediction uses.
 
-* HBM bandwidth efficiency ``eta_bw``: batch-1 decode steps of the stack (ideal step / the published step less
-  its all-reduces' latency, :func:`workbook.model.serving.allreduce_latency_seconds_per_step`, on a GPU replica of
-  several chips); a stack with none uses the median of every stack's batch-1 rows, and says so.
+* Step overhead ``step_overhead_s``: the fixed seconds every step costs besides its reads and FLOPs (host
+  scheduling, sampling, kernel launches; :func:`workbook.serving.replica.step_overhead`), from the stack's batch-1
+  decode steps: the published step less its all-reduces' latency
+  (:func:`workbook.model.serving.allreduce_latency_seconds_per_step`, on a GPU replica of several chips) and less
+  its weight and KV-cache reads at the HBM streaming efficiency ``eta_bw`` of the stack's vendor
+  (:data:`workbook.model.serving.HBM_STREAM_EFFICIENCY`: BabelStream, NVIDIA 0.9, AMD 0.78); a stack with none uses
+  the median of every stack's batch-1 rows, and says so. TensorRT-LLM ~5.3 ms (NIM, H100 TP2), vLLM 6.4 ms (2024
+  CI, H200 TP4). A small model's step is mostly this overhead, a large one's mostly its reads. (Fitted whole, as
+  one HBM efficiency, a batch-1 step gave 0.62 of the bandwidth: a one-GPU 70B replica then read its weights in
+  23 ms a step, where the measured streaming rate and the overhead give 21 ms; an 8B one in 2.7 ms, now 7.3 ms.)
 * Compute efficiency ``eta_c``: the efficiency at which the model reproduces each dense offline throughput
   result (bisection, :func:`workbook.serving.published.fit_compute_efficiency`); the stack's value is the
   median over its **newest round** (software moves fast: TensorRT-LLM gained 28% on the same H100s from
@@ -41,7 +48,6 @@ from workbook import cache
 from workbook.catalog import Catalog
 from workbook.model import serving as sv
 from workbook.serving import published, replica
-from workbook.serving.scenario import PEAK_FOR
 
 STACKS = {
     ("nvidia", "best"): "trtllm",
@@ -61,6 +67,7 @@ STACK_NAMES = {
     "vllm-tpu": "vLLM-TPU",
     "neuron": "Neuron NxD Inference",
 }
+VENDORS = {stack: vendor for (vendor, _), stack in STACKS.items()} | {"trtllm-static": "nvidia"}
 ALLREDUCE_RANGE = (0.05, 1.0)  # all-reduce efficiencies searched: a twentieth of the link to all of it
 PROXIES = {
     "vllm-tpu": ("jetstream", "no published vLLM-TPU result in the dataset: JetStream's efficiency is used"),
@@ -70,12 +77,12 @@ PROXIES = {
 
 @dataclasses.dataclass(frozen=True)
 class ServingEfficiency:
-    """Per stack: fraction of the HBM roofline (``eta_bw``) and of the dense peak (``eta_c``) reached, with the
-    basis of each; ``moe``: mixture-of-experts factor on ``eta_c`` (:func:`moe_factor`); ``points``: every
-    calibration row's own fitted efficiency; ``allreduce``: the tensor-parallel all-reduce efficiency, with its
-    basis."""
+    """Per stack: fraction of the HBM roofline (``eta_bw``) and of the dense peak (``eta_c``) reached, and the fixed
+    cost of a step (``step_overhead_s``), with the basis of each; ``moe``: mixture-of-experts factor on ``eta_c``
+    (:func:`moe_factor`); ``points``: every calibration row's own fitted value; ``allreduce``: the tensor-parallel
+    all-reduce efficiency, with its basis."""
 
-    stacks: pl.DataFrame  # stack, eta_bw, eta_c, bw_basis, compute_basis, round, published
+    stacks: pl.DataFrame  # stack, eta_bw, eta_c, step_overhead_s, bw_basis, overhead_basis, compute_basis, round, ...
     moe: float
     points: pl.DataFrame
     allreduce: float
@@ -83,10 +90,17 @@ class ServingEfficiency:
     fp4: float  # the FP4 coefficient of a stack with no FP4 result of its vendor: the median over every FP4 result
     fp4_by_stack: dict[str, float]  # each stack's FP4 coefficient (:func:`fp4_factors`)
     fp4_basis: dict[str, str]
+    step_overhead_s: float  # of a stack with no batch-1 result: the median over every batch-1 result
+    step_overhead_by_stack: dict[str, float]  # every stack's, proxies resolved (:func:`overhead_by_stack`)
 
     def factors(self) -> replica.Factors:
         return replica.Factors(
-            moe=self.moe, allreduce=self.allreduce, fp4=self.fp4, fp4_by_stack=tuple(self.fp4_by_stack.items())
+            moe=self.moe,
+            allreduce=self.allreduce,
+            fp4=self.fp4,
+            fp4_by_stack=tuple(self.fp4_by_stack.items()),
+            step_overhead_s=self.step_overhead_s,
+            step_overhead_by_stack=tuple(self.step_overhead_by_stack.items()),
         )
 
     def for_accelerators(self, accelerators: pl.DataFrame, choice: str) -> pl.DataFrame:
@@ -112,30 +126,31 @@ class ServingEfficiency:
             fp4_basis=pl.col("stack").replace_strict(self.fp4_basis, default=None, return_dtype=pl.String),
         )
         columns = ("stack", "stack_name", "stack_round", "stack_note", "fp4_basis", "eta_bw", "eta_c")
+        columns += ("step_overhead_s",)
         return accelerators.join(mapping, on="vendor", how="left").join(table.select(columns), on="stack", how="left")
 
 
-def _bandwidth_points(runs: pl.DataFrame) -> pl.DataFrame:
-    """eta_bw of every batch-1 TPOT row: ideal memory-bound step / published step."""
+def _overhead_points(runs: pl.DataFrame) -> pl.DataFrame:
+    """The step overhead of every batch-1 TPOT row: the published step less its all-reduces' latency and its
+    reads at the HBM streaming efficiency (kind ``step-overhead``, seconds in ``step_overhead_s``)."""
     points = []
     for r in runs.filter(pl.col("measure") == "tpot_ms").iter_rows(named=True):
         w = sv.BYTES_PER_ELEMENT[r["weight_precision"]]
-        peak = r[PEAK_FOR[r["weight_precision"]]] or r["bf16_flops_per_s"]
         kv_token = sv.kv_bytes_per_token(
             r["n_layers"], r["n_kv_heads"], r["head_dim"], sv.BYTES_PER_ELEMENT[r["kv_precision"]]
         )
         kv = sv.kv_cache_bytes(r["batch"], kv_token, r["prompt_tokens"], r["output_tokens"], live=True)
         weights = sv.weights_read_bytes(r["params"], r["active_params"], r["batch"], w)
-        ideal, _ = sv.decode_step_seconds(
-            weights, kv, r["batch"], r["active_params"], r["tensor_parallel"], r["hbm_bytes_per_s"], peak, 1.0, 1.0
-        )
-        # the step's all-reduces wait on latency, not on the weights: that part is not the memory's
+        eta = sv.hbm_stream_efficiency(r["vendor"])
+        reads = (weights / eta + kv / (eta * sv.KV_READ_SHARE)) / (r["tensor_parallel"] * r["hbm_bytes_per_s"])
+        # the step's all-reduces wait on latency, not on the weights: that part is not the engine's overhead
         allreduce_s = (
             sv.allreduce_latency_seconds_per_step(r["n_layers"])
             if r["tensor_parallel"] > 1 and r["kind"] in replica.ALLREDUCE_KINDS
             else 0.0
         )
-        points.append({**_ids(r), "kind": "bandwidth", "efficiency": ideal / (r["value"] / 1000 - allreduce_s)})
+        overhead = max(0.0, r["value"] / 1000 - allreduce_s - reads)
+        points.append({**_ids(r), "kind": "step-overhead", "step_overhead_s": overhead})
     return pl.DataFrame(points)
 
 
@@ -154,11 +169,11 @@ def _kind(run: dict) -> str:
     return "compute-fp4" if run["weight_precision"] == "fp4" else "compute"
 
 
-def compute_points(cat: Catalog, eta_bw: dict[str, float], allreduce: float) -> pl.DataFrame:
-    """eta_c of every offline throughput row, each fitted on its own (kind ``compute``: dense FP8/BF16 models;
-    ``compute-moe``: mixtures of experts, whose ratio to the dense value is the MoE factor; ``compute-fp4``: FP4
-    matmuls, the FP4 factor's)."""
-    factors = replica.Factors(moe=1.0, allreduce=allreduce, fp4=0.0)
+def compute_points(cat: Catalog, eta_bw: dict[str, float], base: replica.Factors) -> pl.DataFrame:
+    """eta_c of every offline throughput row, each fitted on its own with the ``base`` factors (the all-reduce
+    efficiency and step overheads; kind ``compute``: dense FP8/BF16 models; ``compute-moe``: mixtures of experts,
+    whose ratio to the dense value is the MoE factor; ``compute-fp4``: FP4 matmuls, the FP4 coefficient's)."""
+    factors = dataclasses.replace(base, moe=1.0, fp4=0.0)
     rows = [
         {
             **_ids(r),
@@ -192,14 +207,17 @@ def tensor_parallel_pairs(cat: Catalog) -> list[tuple[dict, dict]]:
     ]
 
 
-def pair_efficiency(cat: Catalog, eta_bw: dict[str, float], tp_run: dict, single: dict) -> float | None:
+def pair_efficiency(
+    cat: Catalog, eta_bw: dict[str, float], tp_run: dict, single: dict, base: replica.Factors
+) -> float | None:
     """The all-reduce efficiency at which ``tp_run`` fits the compute efficiency of ``single`` (bisection on its
-    log, to 1%); None when even the full link leaves the TP run needing more than its partner."""
-    nominal = replica.Factors(moe=1.0, allreduce=1.0, fp4=0.0)
+    log, to 1%), with the ``base`` factors' step overheads; None when even the full link leaves the TP run needing
+    more than its partner."""
+    nominal = dataclasses.replace(base, moe=1.0, allreduce=1.0, fp4=0.0)
     target = published.fit_compute_efficiency(cat.accelerators, single, eta_bw[single["stack"]], nominal)
 
     def gap(efficiency: float) -> float:  # > 0: the TP run needs more compute than its partner
-        factors = replica.Factors(moe=1.0, allreduce=efficiency, fp4=0.0)
+        factors = dataclasses.replace(nominal, allreduce=efficiency)
         fitted = published.fit_compute_efficiency(cat.accelerators, tp_run, eta_bw[tp_run["stack"]], factors)
         return math.inf if math.isnan(fitted) else fitted - target  # NaN: even the full peak falls short
 
@@ -212,12 +230,12 @@ def pair_efficiency(cat: Catalog, eta_bw: dict[str, float], tp_run: dict, single
     return high
 
 
-def allreduce_efficiency(cat: Catalog, eta_bw: dict[str, float]) -> tuple[float, str]:
+def allreduce_efficiency(cat: Catalog, eta_bw: dict[str, float], base: replica.Factors) -> tuple[float, str]:
     """The (upper) median over :func:`tensor_parallel_pairs` of the all-reduce efficiency at which each
     tensor-parallel run fits the same compute efficiency as its single-chip-stage partner, with its basis; nominal
     (1.0) without a pair that fits."""
     pairs = tensor_parallel_pairs(cat)
-    fitted = [e for e in (pair_efficiency(cat, eta_bw, a, b) for a, b in pairs) if e is not None]
+    fitted = [e for e in (pair_efficiency(cat, eta_bw, a, b, base) for a, b in pairs) if e is not None]
     if not fitted:
         return 1.0, "nominal: no round holds a tensor-parallel and a single-chip result of the same chip die"
     names = "; ".join(f"{a['run_id']} vs {b['run_id']}" for a, b in pairs)
@@ -263,7 +281,7 @@ def fp4_factors(points: pl.DataFrame, accelerators: pl.DataFrame) -> tuple[float
         )
         for (stack,), group in pairs.group_by("stack")
     }
-    vendor_of = {stack: vendor for (vendor, _), stack in STACKS.items()}
+    vendor_of = VENDORS
     factors, basis = {}, {}
     for stack in STACK_NAMES:
         kin = [s for s in own if vendor_of.get(s) == vendor_of.get(stack) and s != stack]
@@ -287,19 +305,21 @@ def moe_factor(points: pl.DataFrame) -> float:
     return _ratio_to_dense(points, "compute-moe")
 
 
-def bandwidth_by_stack(points: pl.DataFrame, stacks) -> tuple[dict[str, float], dict[str, str]]:
-    """Median eta_bw per stack; the median of all batch-1 rows for a stack with none (named in its basis)."""
-    overall = points["efficiency"].median()
+def overhead_by_stack(points: pl.DataFrame) -> tuple[float, dict[str, float], dict[str, str]]:
+    """Median step overhead per stack (its proxy's for a stack that borrows another's efficiencies); the median of
+    all batch-1 rows for a stack with none (named in its basis), returned first."""
+    overall = points["step_overhead_s"].median()
     values, basis = {}, {}
-    for stack in stacks:
-        own = points.filter(pl.col("stack") == stack)["efficiency"]
+    for stack in STACK_NAMES:
+        source = PROXIES.get(stack, (stack, None))[0]
+        own = points.filter(pl.col("stack") == source)["step_overhead_s"]
         values[stack] = own.median() if own.len() else overall
         basis[stack] = (
             f"median of {own.len()} batch-1 latency result(s)"
             if own.len()
             else f"no batch-1 latency of this stack: median of all {points.height} batch-1 results"
         )
-    return values, basis
+    return overall, values, basis
 
 
 def newest_round(points: pl.DataFrame) -> pl.DataFrame:
@@ -313,11 +333,13 @@ def newest_round(points: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _stack_table(compute: pl.DataFrame, eta_bw: dict, bw_basis: dict) -> pl.DataFrame:
+def _stack_table(compute: pl.DataFrame, eta_bw: dict, overhead: dict, overhead_basis: dict) -> pl.DataFrame:
     fitted = newest_round(compute)
     return fitted.with_columns(
         eta_bw=pl.col("stack").replace_strict(eta_bw, return_dtype=pl.Float64),
-        bw_basis=pl.col("stack").replace_strict(bw_basis, return_dtype=pl.String),
+        step_overhead_s=pl.col("stack").replace_strict(overhead, return_dtype=pl.Float64),
+        bw_basis=pl.lit(sv.HBM_STREAM_BASIS),
+        overhead_basis=pl.col("stack").replace_strict(overhead_basis, return_dtype=pl.String),
         compute_basis=pl.format("calibrated on {} ({})", pl.col("runs").list.join(", "), pl.col("round")),
     ).drop("runs")
 
@@ -328,16 +350,26 @@ def calibrate(cat: Catalog) -> ServingEfficiency:
     runs = cat.inference_runs.filter(pl.col("role") == "calibrate").join(
         cat.accelerators, on="accelerator_id", how="left"
     )
-    bandwidth = _bandwidth_points(runs)
+    overheads = _overhead_points(runs)
     stacks = sorted(set(cat.inference_runs["stack"]))
-    eta_bw, bw_basis = bandwidth_by_stack(bandwidth, stacks)
-    allreduce, allreduce_basis = allreduce_efficiency(cat, eta_bw)
-    compute = compute_points(cat, eta_bw, allreduce)
+    eta_bw = {stack: sv.hbm_stream_efficiency(VENDORS.get(stack)) for stack in stacks}
+    overall, overhead, overhead_basis = overhead_by_stack(overheads)
+    base = replica.Factors(
+        moe=1.0,
+        allreduce=1.0,
+        fp4=0.0,
+        step_overhead_s=overall,
+        step_overhead_by_stack=tuple(overhead.items()),
+    )
+    allreduce, allreduce_basis = allreduce_efficiency(cat, eta_bw, base)
+    compute = compute_points(cat, eta_bw, dataclasses.replace(base, allreduce=allreduce))
     return ServingEfficiency(
-        stacks=_stack_table(compute.filter(pl.col("kind") == "compute"), eta_bw, bw_basis),
+        stacks=_stack_table(compute.filter(pl.col("kind") == "compute"), eta_bw, overhead, overhead_basis),
         moe=moe_factor(compute),
         **dict(zip(("fp4", "fp4_by_stack", "fp4_basis"), fp4_factors(compute, cat.accelerators), strict=True)),
-        points=pl.concat([bandwidth, compute], how="diagonal"),
+        points=pl.concat([overheads, compute], how="diagonal"),
         allreduce=allreduce,
         allreduce_basis=allreduce_basis,
+        step_overhead_s=overall,
+        step_overhead_by_stack=overhead,
     )

@@ -51,15 +51,16 @@ def _kv_bytes_per_token(s: ServeScenario) -> float:
 
 
 def _service() -> pl.Expr:
-    """Seconds of a prefill replica's time per prompt: its prefill work, at least one read of the weights."""
-    return pl.max_horizontal("prefill_s", "all_weights_s")
+    """Seconds of a prefill replica's time per prompt: its prefill work, at least one read of the weights, and the
+    fixed cost of the step that carries it (:func:`workbook.serving.replica.step_overhead`)."""
+    return pl.max_horizontal("prefill_s", "all_weights_s") + pl.col("step_overhead_s")
 
 
 def _prefill_at(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataFrame:
     """Prefill replicas at load ``rho`` of their capacity: requests/s, the KV transfer and the first token's
     mean and 99th percentile (ms)."""
     service = _service()
-    tail = pl.max_horizontal("prefill_tail_s", "all_weights_s")
+    tail = pl.max_horizontal("prefill_tail_s", "all_weights_s") + pl.col("step_overhead_s")
     link = pl.col("tensor_parallel") * pl.col("scaleout_bytes_per_s")
     transfer = _kv_bytes_per_token(s) * s.prompt_tokens / link
     transfer_tail = _kv_bytes_per_token(s) * s.prompt_tokens_tail / link

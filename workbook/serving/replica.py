@@ -7,7 +7,8 @@ each configuration at loads rho = 1%..99% of its capacity (formulas in :mod:`wor
 ``limits`` keeps, per configuration, the highest load that fits in memory and meets the latency targets.
 Latency columns: ``tpot_ms`` / ``ttft_ms`` are the 99th percentiles (``sv.LATENCY_PERCENTILE``), the statistic
 the targets set and the one sizing compares with them; ``tpot_mean_ms`` / ``ttft_mean_ms`` are the means.
-The input frame carries the calibrated efficiencies per row (``eta_bw``, ``eta_c``); the all-reduce efficiency
+The input frame carries the calibrated efficiencies per row (``eta_bw``, the HBM streaming efficiency of the chip's
+vendor, ``eta_c``); the per-step overhead (:func:`step_overhead`), the all-reduce efficiency
 (measured on GPUs: :data:`ALLREDUCE_KINDS`), the mixture-of-experts and FP4 factors on ``eta_c`` are calibrated
 once for every stack (:class:`Factors`).
 
@@ -80,6 +81,8 @@ class Factors:
     allreduce: float
     fp4: float  # FP4 coefficient (:func:`fp4_fraction`) of a stack with none of its own
     fp4_by_stack: tuple[tuple[str, float], ...] = ()  # (stack, FP4 coefficient) where a stack has its own; else ``fp4``
+    step_overhead_s: float = 0.0  # fixed seconds every step costs besides its reads and FLOPs (:func:`step_overhead`)
+    step_overhead_by_stack: tuple[tuple[str, float], ...] = ()  # (stack, seconds) where a stack has its own
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,6 +194,20 @@ def dispatch_burst_tokens(sched: Scheduler, rps: pl.Expr, s: ServeScenario, perc
     return mean + NormalDist().inv_cdf(percentile) * (k * prompt_second_moment(s)) ** 0.5
 
 
+def _per_stack(frame: pl.DataFrame, by_stack: tuple[tuple[str, float], ...], default: float) -> pl.Expr:
+    """A calibrated value of each row's stack, else ``default``."""
+    if by_stack and "stack" in frame.columns:
+        return pl.col("stack").replace_strict(dict(by_stack), default=default, return_dtype=pl.Float64)
+    return pl.lit(default)
+
+
+def step_overhead(factors: Factors, frame: pl.DataFrame) -> pl.Expr:
+    """Seconds every step of a replica costs besides reading the weights and running its FLOPs: the engine's host
+    work (scheduling, sampling, launching the step's kernels) and the kernels' own gaps, the same however many
+    sequences the step carries. Fitted per stack on its batch-1 latencies (:mod:`workbook.serving.calibration`)."""
+    return _per_stack(frame, factors.step_overhead_by_stack, factors.step_overhead_s)
+
+
 def fp4_fraction(factors: Factors, frame: pl.DataFrame, model) -> pl.Expr:
     """Share of a token's dense compute time that FP4 matmuls speed up, for ``model``: the matmuls' time is
     proportional to the active parameters N, the rest of a layer's work per token (norms, residuals, activation
@@ -198,10 +215,7 @@ def fp4_fraction(factors: Factors, frame: pl.DataFrame, model) -> pl.Expr:
     layers x hidden width L d, so the rest over the matmuls is k L d / N and the share is **1 / (1 + k L d / N)**,
     with k the stack's FP4 coefficient (:func:`workbook.serving.calibration.fp4_factors`): a wide model (405B, d
     16,384) gains more from FP4 than a narrow one (8B, d 4,096)."""
-    if factors.fp4_by_stack and "stack" in frame.columns:
-        k = pl.col("stack").replace_strict(dict(factors.fp4_by_stack), default=factors.fp4, return_dtype=pl.Float64)
-    else:
-        k = pl.lit(factors.fp4)
+    k = _per_stack(frame, factors.fp4_by_stack, factors.fp4)
     return 1 / (1 + k * layer_width_per_param(model.n_layers, model.hidden_dim, model.active_params))
 
 
@@ -335,7 +349,8 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         s.prompt_tokens_tail**2,
         prompt_comm_per_token=prompt_comm(s.prompt_tokens_tail),
     )
-    kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, pl.col("eta_bw"), answers)
+    kv_eta = pl.col("eta_bw") * sv.KV_READ_SHARE  # paged KV-cache reads reach less than streamed weights
+    kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, kv_eta, answers)
     weights_bytes = w_bytes * m.params / t
     kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, True, answers)  # paged KV cache
     max_sequences = kv_room_bytes(frame, s, weights_bytes) * t / kv_sequence
@@ -359,6 +374,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         kv_gb_per_sequence=kv_sequence / t / 1e9,
         allreduce_latency_us=pl.when(tp).then(latency_s * 1e6),  # null: no GPU all-reduce
         allreduce_step_s=pl.when(tp).then(sv.allreduce_latency_seconds_per_step(layers, latency_s)).otherwise(0.0),
+        step_overhead_s=step_overhead(factors, frame),
         all_weights_s=weights_bytes / (bandwidth * pl.col("eta_bw")),
         active_weights_s=w_bytes * m.active_params / t / (bandwidth * pl.col("eta_bw")),
     )
@@ -398,7 +414,9 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     )
     weights_s = pl.min_horizontal(pl.col("active_weights_s") * first.clip(lower_bound=1), pl.col("all_weights_s"))
     # Pipeline parallel: a token passes every stage in turn, and each stage reads its chip's share of the weights.
-    frame = frame.with_columns(_weights_s=(weights_s + pl.col("allreduce_step_s")) * sched.pipeline_stages)
+    # Every stage of a pipeline runs its own step: its reads, all-reduces and fixed cost, one after the other.
+    fixed_s = weights_s + pl.col("allreduce_step_s") + pl.col("step_overhead_s")
+    frame = frame.with_columns(_weights_s=fixed_s * sched.pipeline_stages)
     weights_s = pl.col("_weights_s")
     frame = frame.with_columns(_step_s=sv.step_seconds(weights_s, rho))
     step_s = pl.col("_step_s")

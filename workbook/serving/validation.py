@@ -39,6 +39,7 @@ import math
 import polars as pl
 
 from workbook.catalog import Catalog
+from workbook.model import serving as sv
 from workbook.serving import published
 from workbook.serving.calibration import STACK_NAMES, ServingEfficiency, calibrate, moe_factor, newest_round
 
@@ -69,7 +70,6 @@ def validate(cat: Catalog, efficiency: ServingEfficiency | None = None) -> pl.Da
     """One row per published result: predicted vs published, |ln error|, and the basis of the prediction."""
     eff = efficiency or calibrate(cat)
     eta_bw = dict(zip(eff.stacks["stack"], eff.stacks["eta_bw"], strict=True))
-    fallback_bw = eff.points.filter(pl.col("kind") == "bandwidth")["efficiency"].median()
     runs = cat.inference_runs.filter(
         pl.col("measure").is_in(MEASURES) & ~((pl.col("scenario") == "latency") & (pl.col("role") == "calibrate"))
     )
@@ -79,7 +79,7 @@ def validate(cat: Catalog, efficiency: ServingEfficiency | None = None) -> pl.Da
         factors = dataclasses.replace(
             eff.factors(), moe=moe_factor(eff.points.filter(pl.col("system") != _system(run)))
         )
-        bw = eta_bw.get(run["stack"], fallback_bw)
+        bw = eta_bw.get(run["stack"], sv.HBM_STREAM_DEFAULT)
         detail = published.predict_detail(cat.accelerators, run, bw, eta_c, factors)
         rows.append(
             {
