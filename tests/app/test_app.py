@@ -141,8 +141,12 @@ def test_serve_view_wiring(dash):
     dash.serve.controls["rps"].value = 500
     assert dash.serve.scenario.requests_per_s == pytest.approx(500)
     assert dash.serve.frame["chips"].to_list() != chips
-    dash.serve.controls["tpot_ms"].value = 2
+    dash.serve.controls["tpot_ms"].value = 2  # below any engine's fixed step cost: nothing can, and the card says why
     assert "Traceback" not in dash.serve.card.value + dash.serve.status.value
+    assert (
+        "No accelerator meets these targets" in dash.serve.card.value and "even one sequence" in dash.serve.card.value
+    )
+    dash.serve.controls["tpot_ms"].value = 10
     assert dash.serve.charts.datasets["combined"]["combos"]
 
 

@@ -28,7 +28,7 @@
   up only the matmuls, a share f of a token's dense compute time, by the chip's FP4 / FP8 peak ratio r (Amdahl:
   :func:`workbook.serving.replica.fp4_factor`), and the share grows with the model's width, f = 1 / (1 + k L d / N)
   (:func:`workbook.serving.replica.fp4_fraction`). k is fitted on an FP4 result against the dense efficiency of the
-  same stack and round. NVIDIA: a 70B model's share 0.36 (MLPerf v5.0, B200 against H100/H200: 0.61 of the FP8
+  same stack and round. NVIDIA: a 70B model's share 0.40 (MLPerf v5.0, B200 against H100/H200: 0.62 of the FP8
   efficiency at twice the peak), for TensorRT-LLM and vLLM on CUDA alike (the same chips and kernels); AMD: 0.96
   (MLPerf v5.1 open division, MI355X against MI300X). Each is fitted on one result and kept for that system's own
   rows; NVIDIA's TensorRT-LLM B200 FP4 tables and MLPerf v6.0's B300 and GB300 results (FP4 peak 2.9-3x FP8) are the
