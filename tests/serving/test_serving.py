@@ -312,9 +312,9 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
 
 def test_latency_at_a_known_client_concurrency(cat, validated):
     # NIM 1.8.0's sweep of 70B FP8 on 2 H100 (5,000-token prompts): the benchmark sets the load, so these rows test
-    # the latency-vs-load curve itself. Measured when written: ITL within 9% at every concurrency (5 to 250);
-    # TTFT 0.62-0.65x below saturation (0.68-0.71x while a prompt's all-reduces were charged at a decode step's
-    # speed; 0.5-0.65x without the prefill-work queue), within 10% deep in saturation.
+    # the latency-vs-load curve itself. Measured when written: ITL within 5% at every concurrency (5 to 250; 9% while
+    # the HBM efficiency was fitted on the batch-1 step whole); TTFT 0.67-0.69x below saturation (0.5-0.65x without
+    # the prefill-work queue), within 5% deep in saturation, 1.13x at the knee.
     table = validation.concurrency_latency(validated, cat.inference_runs)
     itl, ttft = (table.filter(pl.col("measure") == m).sort("clients") for m in ("tpot_ms", "ttft_ms"))
     assert itl.height == ttft.height == 7 and itl["within_target"].all()

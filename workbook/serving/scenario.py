@@ -26,7 +26,7 @@ class ServeAssumptions:
     host_power_factor: float = 1.5  # system power / accelerator power
     # A GPU tensor-parallel all-reduce's latency: a decode step's (low-latency algorithms) on NVLink and over PCIe,
     # and a long prompt's (bandwidth-optimal ones), from published microbenchmarks (workbook.model.serving). The
-    # calibration's HBM efficiency is taken net of the default.
+    # calibration's fixed step cost is taken net of the default.
     allreduce_latency_s: float = sv.SMALL_ALLREDUCE_LATENCY_S
     pcie_allreduce_latency_s: float = sv.PCIE_ALLREDUCE_LATENCY_S
     bulk_allreduce_latency_s: float = sv.BULK_ALLREDUCE_LATENCY_S
