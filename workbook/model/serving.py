@@ -319,13 +319,34 @@ def _halfin_whitt(sequences, max_sequences):
     return 1 / (1 + beta * _normal_cdf(beta) * math.sqrt(2 * math.pi) * _exp(exponent))
 
 
-def slot_wait_seconds(sequences, max_sequences, hold_s, waiting=None):
+def peakedness(load_fraction, prefill_load):
+    """Variance over mean of the sequences in flight. Were each held a fixed time, their count would be Poisson
+    (peakedness 1), but a sequence is held for its O steps, and every step lasts longer the more sequences it
+    carries: more sequences, slower steps, fewer of them finishing, so more in flight. Linearized (the linear noise
+    approximation of the birth-death process, van Kampen), arrivals lambda against finishes B / (O x step(B)),
+    with the decode work a share rho_d of each step: **Z = 1 / (1 - rho_d)**, rho_d = load - prefill share of it.
+    Checked against the engine's simulation (:mod:`workbook.serving.simulation`, tests/serving/test_simulation.py):
+    without it, a replica whose slots are 90% busy waits for one half as long as simulated."""
+    peak = 1 / (1 - load_fraction + prefill_load)
+    return peak.clip(lower_bound=1.0) if isinstance(peak, pl.Expr) else max(peak, 1.0)
+
+
+def peaked_waiting_probability(sequences, max_sequences, peak=1.0):
+    """Probability of waiting for a slot when the sequences in flight have peakedness ``peak``
+    (:func:`peakedness`): Hayward's approximation, Erlang C of the slots and load both divided by the peakedness
+    (Fredericks 1980, "Congestion in blocking systems: a simple approximation technique")."""
+    return waiting_probability(sequences / peak, max_sequences / peak)
+
+
+def slot_wait_seconds(sequences, max_sequences, hold_s, waiting=None, peak=1.0):
     """Mean wait for a free sequence slot: M/M/c with c = ``max_sequences`` slots each held ``hold_s``, at
     ``sequences`` slots busy: Wq = C / (c mu - lambda), with c mu - lambda = (slots - busy) / hold and C the
-    probability of waiting (``waiting`` where already computed, else :func:`waiting_probability`)."""
+    probability of waiting (``waiting`` where already computed, else :func:`peaked_waiting_probability`). Under
+    Hayward's approximation for a peakedness Z, the slots and the load are divided by Z, so the wait is Z times
+    that of the probability C."""
     if waiting is None:
-        waiting = waiting_probability(sequences, max_sequences)
-    return waiting * hold_s / (max_sequences - sequences)
+        waiting = peaked_waiting_probability(sequences, max_sequences, peak)
+    return waiting * hold_s * peak / (max_sequences - sequences)
 
 
 def first_token_steps(prefill_load=0.0):
@@ -374,21 +395,58 @@ def work_per_sequence_step(prefill_s, decode_s, kv_read_s, output_tokens):
     return (decode_s + kv_read_s + prefill_s) / output_tokens
 
 
-def batch_percentile(sequences, max_sequences, percentile=LATENCY_PERCENTILE):
-    """Sequences in flight at ``percentile`` of a Poisson count around the mean, at most the slots."""
-    return _minimum(_maximum(sequences, sequences + _z(percentile) * sequences**0.5), max_sequences)
+def batch_percentile(sequences, max_sequences, percentile=LATENCY_PERCENTILE, peak=1.0):
+    """Sequences in flight at ``percentile`` of a count around the mean with variance ``peak`` x mean (Poisson: 1;
+    :func:`peakedness`), at most the slots."""
+    return _minimum(_maximum(sequences, sequences + _z(percentile) * (peak * sequences) ** 0.5), max_sequences)
 
 
-def step_percentile_seconds(weights_s, per_sequence_s, sequences, max_sequences, percentile=LATENCY_PERCENTILE):
-    """Step time at the batch a request lives with at ``percentile``: weights_s + a x B_p."""
-    return weights_s + per_sequence_s * batch_percentile(sequences, max_sequences, percentile)
+def step_percentile_seconds(
+    weights_s, per_sequence_s, sequences, max_sequences, percentile=LATENCY_PERCENTILE, peak=1.0, varying_s=None
+):
+    """Step time at the batch a request lives with at ``percentile``: weights_s + a B + a' (B_p - B), with a the
+    work each sequence adds to a step and a' (``varying_s``, a where None) the part of it that comes with the
+    sequence itself (its decode; the prefill of the prompts arriving meanwhile varies on its own:
+    :func:`prefill_burst_seconds`)."""
+    varying_s = per_sequence_s if varying_s is None else varying_s
+    extra = batch_percentile(sequences, max_sequences, percentile, peak) - sequences
+    return weights_s + per_sequence_s * sequences + varying_s * extra
 
 
-def slot_wait_percentile_seconds(sequences, max_sequences, hold_s, percentile=LATENCY_PERCENTILE, waiting=None):
+def slot_wait_percentile_seconds(
+    sequences, max_sequences, hold_s, percentile=LATENCY_PERCENTILE, waiting=None, peak=1.0
+):
     """Wait for a free slot at ``percentile``: M/M/c tail P(W > t) = C exp(-(c mu - lambda) t), with
-    C the probability of waiting (``waiting``, else :func:`waiting_probability`) and c mu - lambda = (slots - busy)
-    / hold; zero while fewer than 1 - percentile of the requests wait at all."""
-    rate = (max_sequences - sequences) / hold_s
+    C the probability of waiting (``waiting``, else :func:`peaked_waiting_probability`) and c mu - lambda =
+    (slots - busy) / (Z hold) under Hayward's approximation (:func:`slot_wait_seconds`); zero while fewer than
+    1 - percentile of the requests wait at all."""
+    rate = (max_sequences - sequences) / (hold_s * peak)
     if waiting is None:
-        waiting = waiting_probability(sequences, max_sequences)
+        waiting = peaked_waiting_probability(sequences, max_sequences, peak)
     return _log(_maximum(waiting / (1 - percentile), 1.0)) / rate
+
+
+def prefill_burst_seconds(
+    prefill_per_token_s, prompt_tokens_squared, sequences, output_tokens, prefill_load, percentile=LATENCY_PERCENTILE
+):
+    """Excess of a request's time per output token at ``percentile`` over the mean step, from the prompts that
+    arrive while it decodes: its O steps carry the prefill of the prompts arriving in its lifetime, about as many
+    as the B sequences in flight (Little's law), a compound Poisson sum with variance B t^2 E[P^2] (t the prefill
+    seconds per token). The more of it arrives, the longer the request lives and the more arrives still: the excess
+    grows by 1 / (1 - u), u the prefill's share of the time: **z t sqrt(B E[P^2]) / (O (1 - u))**. Negligible for
+    Llama 2 70B's 222-token prompts with hundreds in flight; for Llama 3.1 405B's 9,400-token prompts with a dozen
+    in flight it doubles the excess of the 99th percentile, toward the engine's simulation
+    (:mod:`workbook.serving.simulation`) and the published results (99th percentile 1.2-1.8x the mean)."""
+    noise = prefill_per_token_s * _sqrt(sequences * prompt_tokens_squared)
+    share = prefill_load.clip(upper_bound=0.99) if isinstance(prefill_load, pl.Expr) else min(prefill_load, 0.99)
+    return _z(percentile) * noise / (output_tokens * (1 - share))
+
+
+def one_step_percentile_seconds(
+    step_s, prefill_per_token_s, requests_per_s, prompt_tokens_squared, percentile=LATENCY_PERCENTILE
+):
+    """One step's length at ``percentile``: the mean step plus the spread of the prompts' prefill it carries, those
+    that arrived during the step before it, a compound Poisson sum with variance lambda x step x t^2 E[P^2]. The
+    first token waits out the rest of the running step and the step carrying its prompt: single steps, not the
+    average over a request's lifetime that sets the time per output token (:func:`step_percentile_seconds`)."""
+    return step_s + _z(percentile) * prefill_per_token_s * _sqrt(requests_per_s * step_s * prompt_tokens_squared)

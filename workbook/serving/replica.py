@@ -164,6 +164,18 @@ def prompt_queue_percentile(wait: pl.Expr, u: pl.Expr, percentile: float = sv.LA
     )
 
 
+def prefill_step_share(sched: Scheduler, rps: pl.Expr, weights_s: pl.Expr, rho: pl.Expr) -> pl.Expr:
+    """Prefill-only steps per decode step of an engine that does not mix them (vLLM without chunked prefill runs the
+    waiting prompts in a step of their own before the next decode step, or the next run of ``steps_per_schedule``
+    n of them): the chance that a prompt arrived during the last run, (1 - exp(-lambda x n x step)) / n, a step
+    costing the fixed part once more when a prefill step comes with it (the fixed point, two rounds from none)."""
+    n = sched.steps_per_schedule
+    share = pl.lit(0.0)
+    for _ in range(2):
+        share = (1 - (-rps * n * sv.step_seconds(weights_s * (1 + share), rho)).exp()) / n
+    return share
+
+
 def prompt_steps(sched: Scheduler, prompt_tokens: float, sequences: pl.Expr) -> pl.Expr:
     """Steps a prompt runs in: ceil(P / its micro-batch's share of the budget) when it may be chunked, else one."""
     if not sched.chunked_prefill:
@@ -184,10 +196,15 @@ def prefill_work_wait(sched: Scheduler, rps: pl.Expr, prefill_per_token_s: pl.Ex
     return sv.prefill_wait_seconds(rps, prefill_per_token_s, prompt_second_moment(s), load)
 
 
-def dispatch_burst_tokens(sched: Scheduler, rps: pl.Expr, s: ServeScenario, percentile: float | None = None):
-    """Prompt tokens of the queries batched with a request by the harness's dispatch window: k = lambda x
-    replicas x window of them (a Poisson count), k x mean prompt on average, + z sqrt(k E[P^2]) at ``percentile``."""
-    k = rps * sched.replicas_per_dispatcher * sched.dispatch_window_s
+def dispatch_burst_tokens(
+    sched: Scheduler, rps: pl.Expr, s: ServeScenario, step_s: pl.Expr, percentile: float | None = None
+):
+    """Prompt tokens admitted together with a request, whose prefill its first token waits for: the queries the
+    harness's dispatch window batches with it (lambda x replicas x window of them) and, under multi-step scheduling,
+    those that arrived during the same run of steps (lambda x (n - 1) steps: with one step per call, the running
+    step's arrivals are the carried steps' part, :func:`workbook.model.serving.first_token_steps`). A Poisson count
+    k of them: k x mean prompt on average, + z sqrt(k E[P^2]) at ``percentile``."""
+    k = rps * (sched.replicas_per_dispatcher * sched.dispatch_window_s + (sched.steps_per_schedule - 1) * step_s)
     mean = k * s.prompt_tokens
     if percentile is None:
         return mean
@@ -418,19 +435,19 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     fixed_s = weights_s + pl.col("allreduce_step_s") + pl.col("step_overhead_s")
     frame = frame.with_columns(_weights_s=fixed_s * sched.pipeline_stages)
     weights_s = pl.col("_weights_s")
+    if not sched.mixed_steps:
+        frame = frame.with_columns(_weights_s=weights_s * (1 + prefill_step_share(sched, rps, weights_s, rho)))
     frame = frame.with_columns(_step_s=sv.step_seconds(weights_s, rho))
     step_s = pl.col("_step_s")
     frame = frame.with_columns(_sequences=sv.sequences_in_flight(rps, s.output_tokens, step_s))
     sequences = pl.col("_sequences")
     slots = pl.col("max_sequences").floor().clip(lower_bound=1)  # whole sequences
     hold_s = s.output_tokens * step_s
-    per_sequence_s = sv.work_per_sequence_step(
-        pl.col("prefill_s"), pl.col("decode_s"), pl.col("kv_read_s"), s.output_tokens
-    )
     # The scheduler's queue: the prompt waits for the tokens ahead of it, runs in its steps, shares its prefill
     # step with the prompts the harness batched with it, after the harness's dispatch window.
     queue_s, u = prompt_queue(rps, step_s, prompt_budget(sched, sequences), s)
     prefill_per_token_s = pl.col("prefill_s") / s.prompt_tokens
+    decode_per_sequence_s = sv.work_per_sequence_step(0.0, pl.col("decode_s"), pl.col("kv_read_s"), s.output_tokens)
     prefill_load = rps * pl.col("prefill_s")
     frame = frame.with_columns(
         _busy=pl.min_horizontal(sequences, slots * SLOTS_FULL),  # beyond: does not fit (fits_in_memory)
@@ -442,9 +459,11 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         _prompt_steps_p=prompt_steps(sched, s.prompt_tokens_tail, sequences),
     )
     busy, queue_s, work_s, load_p = pl.col("_busy"), pl.col("_queue_s"), pl.col("_work_s"), pl.col("_prefill_load")
+    frame = frame.with_columns(_peak=sv.peakedness(rho, load_p))
+    peak = pl.col("_peak")
     frame = frame.with_columns(
         within_token_budget=pl.col("_u") < 1,
-        _waiting=sv.waiting_probability(busy, slots),
+        _waiting=sv.peaked_waiting_probability(busy, slots, peak),
         # The prompts ahead hold it back by their token count (the step budget) or by their prefill work,
         # whichever binds: two measures of the same FCFS queue.
         _queue_wait_s=pl.max_horizontal(queue_s, work_s),
@@ -454,17 +473,31 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         _carry=sv.first_token_steps(load_p),
     )
     waiting = pl.col("_waiting")
-    step_p_s = pl.max_horizontal(step_s, sv.step_percentile_seconds(weights_s, per_sequence_s, busy, slots))
+    # A request's time per output token at the 99th percentile: the batch it lives with (its decode work) and the
+    # prefill of the prompts arriving while it decodes, each at its own spread.
+    e2 = prompt_second_moment(s)
+    decode_p_s = sv.step_percentile_seconds(weights_s, decode_per_sequence_s, busy, slots)
+    step_p_s = pl.max_horizontal(
+        step_s,
+        decode_p_s
+        + prefill_per_token_s * s.prompt_tokens * rps * step_s
+        + sv.prefill_burst_seconds(prefill_per_token_s, e2, busy, s.output_tokens, load_p),
+    )
+    # A prompt chunked over several steps takes all of their budget left by the decoding sequences (FCFS: the
+    # prompts behind it wait), so its steps carry its chunk and those sequences' tokens, not the average prefill of
+    # other prompts: beside the chunk, each costs the fixed part and the decode work.
+    chunk_s = weights_s + decode_per_sequence_s * sequences
+    chunk_p_s = pl.max_horizontal(chunk_s, decode_p_s)
     frame = frame.with_columns(
         _step_p_s=step_p_s,
-        _slot_wait_s=sv.slot_wait_seconds(busy, slots, hold_s, waiting=waiting),
-        _slot_wait_p_s=sv.slot_wait_percentile_seconds(busy, slots, hold_s, waiting=waiting),
+        _slot_wait_s=sv.slot_wait_seconds(busy, slots, hold_s, waiting=waiting, peak=peak),
+        _slot_wait_p_s=sv.slot_wait_percentile_seconds(busy, slots, hold_s, waiting=waiting, peak=peak),
         # The prompt's own part: its prefill (with the prompts the harness batched with it) and its other steps.
-        _own_s=prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s))
-        + (pl.col("_prompt_steps") - 1) * step_s,
+        _own_s=prefill_per_token_s * (s.prompt_tokens + dispatch_burst_tokens(sched, rps, s, step_s))
+        + (pl.col("_prompt_steps") - 1) * chunk_s,
         _own_p_s=pl.col("prefill_tail_s")
-        + prefill_per_token_s * dispatch_burst_tokens(sched, rps, s, sv.LATENCY_PERCENTILE)
-        + (pl.col("_prompt_steps_p") - 1) * step_p_s,
+        + prefill_per_token_s * dispatch_burst_tokens(sched, rps, s, step_s, sv.LATENCY_PERCENTILE)
+        + (pl.col("_prompt_steps_p") - 1) * chunk_p_s,
     )
     step_p_s = pl.col("_step_p_s")
     # The first token's delays, (mean, 99th percentile) each, independent of one another: the steps around it,
@@ -480,7 +513,8 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         (run_s / 2, sv.LATENCY_PERCENTILE * run_p_s),
     )
     own = (pl.col("_own_s"), pl.col("_own_p_s"))
-    delays = ((step_s * pl.col("_carry"), step_p_s * pl.col("_carry")), own, *waits)
+    one_step_p_s = sv.one_step_percentile_seconds(step_s, prefill_per_token_s, rps, prompt_second_moment(s))
+    delays = ((step_s * pl.col("_carry"), one_step_p_s * pl.col("_carry")), own, *waits)
     frame = frame.with_columns(
         load_fraction=rho,
         requests_per_s_per_replica=rps,

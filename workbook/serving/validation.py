@@ -40,7 +40,7 @@ import polars as pl
 
 from workbook.catalog import Catalog
 from workbook.model import serving as sv
-from workbook.serving import published
+from workbook.serving import published, replica, simulation
 from workbook.serving.calibration import STACK_NAMES, ServingEfficiency, calibrate, moe_factor, newest_round
 
 MEASURES = ("tokens_per_s", "ttft_ms", "tpot_ms")
@@ -235,3 +235,49 @@ def by_degree(frame: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
         .sort("published", "model", "accelerator_id", "tensor_parallel")
         .drop("published")
     )
+
+
+SIMULATED_REQUESTS = 6000  # requests each simulated load runs (after its warm-up): enough for a stable 99th percentile
+LATENCY_COLUMNS = ("tpot_mean_ms", "tpot_ms", "ttft_mean_ms", "ttft_ms")
+
+
+def against_simulation(cat: Catalog, run_ids, loads=(0.9,), efficiency: ServingEfficiency | None = None):
+    """The load curve's formulas against the engine's simulation (:mod:`workbook.serving.simulation`) on the same
+    replica: per published server run (its engine settings, held-out efficiency) and per load (a fraction of the
+    model's highest load within the run's limits), TTFT and TPOT (mean and 99th percentile, ms) from the formulas
+    (``formula_*``) and from the simulation (``simulated_*``). Dense models only (the simulation's steps have a
+    fixed weights read)."""
+    eff = efficiency or calibrate(cat)
+    eta_bw = dict(zip(eff.stacks["stack"], eff.stacks["eta_bw"], strict=True))
+    runs = cat.inference_runs.filter(pl.col("run_id").is_in(list(run_ids)))
+    rows = []
+    for run in runs.iter_rows(named=True):
+        eta_c, _ = _held_out_compute(eff.points, run)
+        s, sched = published.scenario(run), published.scheduler(run)
+        reps = published._replicas(cat.accelerators, run, eta_bw[run["stack"]], eta_c, eff.factors())
+        top = replica.refined_limits(reps, s, sched, replica.limits(replica.load_curve(reps, s, sched)))
+        highest = top["max_load_fraction"].item()
+        for load in loads:
+            rho = highest * load
+            row = replica.at_load(reps, s, pl.lit(rho), sched).row(0, named=True)
+            rps = row["requests_per_s_per_replica"]
+            sim = simulation.simulate(
+                rps,
+                simulation.costs(row, s, sched),
+                sched,
+                int(row["max_sequences"]),
+                s.prompt_tokens,
+                s.prompt_tokens_p99,
+                s.output_tokens,
+                horizon_s=SIMULATED_REQUESTS / rps * 4 / 3,
+            )
+            simulated = (sim.tpot_mean_s, sim.tpot_p99_s, sim.ttft_mean_s, sim.ttft_p99_s)
+            rows.append(
+                {
+                    "run_id": run["run_id"],
+                    "load_fraction": rho,
+                    **{f"formula_{c}": row[c] for c in LATENCY_COLUMNS},
+                    **{f"simulated_{c}": v * 1000 for c, v in zip(LATENCY_COLUMNS, simulated, strict=True)},
+                }
+            )
+    return pl.DataFrame(rows)
