@@ -31,6 +31,16 @@ those runs: a prompt also waits out the rest of the run it arrived in, (n - 1) /
 Prompt lengths: lognormal through the
 mean and the 99th percentile when that is known. The p99 first token is the 99th percentile of the sum of these
 independent delays, not the sum of their percentiles (:func:`workbook.model.serving.percentile_of_sum`).
+
+**Checked against the engine's simulation** (:mod:`workbook.serving.simulation`, ``tests/serving/test_simulation.py``):
+a chunked prompt's steps carry its chunk and the decode tokens (the prompts behind it wait), not other prompts'
+average prefill; an engine without mixed steps reads the weights again for each prefill-only step
+(:func:`prefill_step_share`); a multi-step run's arrivals are admitted, and prefilled, together
+(:func:`dispatch_burst_tokens`); the steps around a first token spread as single steps
+(:func:`workbook.model.serving.one_step_percentile_seconds`); the sequences in flight are peakier than Poisson
+(:func:`workbook.model.serving.peakedness`), which the slot waits take through Hayward's approximation; a request's
+p99 time per output token adds the spread of the prefill arriving while it decodes
+(:func:`workbook.model.serving.prefill_burst_seconds`).
 """
 
 from __future__ import annotations
