@@ -383,9 +383,28 @@ class InferenceRuns(pa.DataFrameModel):
     chunked_prefill: Optional[bool] = pa.Field(nullable=True)  # a prompt may be split over several steps
     dispatch_window_ms: Optional[float] = pa.Field(nullable=True, ge=0)  # harness holds queries to batch them
     scheduler_steps: Optional[int] = pa.Field(nullable=True, ge=1)  # vLLM num_scheduler_steps: steps per schedule
+    # Prefill/decode disaggregation: the prefill pool's chips and chips per replica (null: one pool does both); the
+    # columns above (tensor_parallel, max_seqs, max_tokens_per_step) then describe the decode pool, of the other chips.
+    prefill_chips: Optional[int] = pa.Field(nullable=True, ge=1)
+    prefill_tensor_parallel: Optional[int] = pa.Field(nullable=True, ge=1)
     scheduler_source: Optional[str] = pa.Field(nullable=True)  # where the settings above are published
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)
+
+    @pa.dataframe_check(
+        error="prefill_chips needs prefill_tensor_parallel dividing it, a decode pool's tensor_parallel dividing "
+        "chips - prefill_chips, and no pipeline stages"
+    )
+    def pools_whole(cls, data) -> pl.LazyFrame:
+        pools = pl.col("prefill_chips").is_not_null() | pl.col("prefill_tensor_parallel").is_not_null()
+        decode_chips = pl.col("chips") - pl.col("prefill_chips")
+        whole = (
+            (pl.col("prefill_chips") % pl.col("prefill_tensor_parallel") == 0)
+            & (decode_chips > 0)
+            & (decode_chips % pl.col("tensor_parallel") == 0)
+            & (pl.col("pipeline_parallel") == 1)
+        )
+        return data.lazyframe.select(~pools | whole.fill_null(False))
 
     class Config:
         strict = True

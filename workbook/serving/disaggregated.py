@@ -10,16 +10,21 @@ first-token target alone (usually much higher). The tighter the per-token target
 more it saves; at low traffic the second pool's whole replicas cost more than they save.
 
 Per replica of t chips (request costs from :mod:`workbook.model.serving`):
-* a prompt's prefill service S = max(its prefill work, one read of the weights) (a lone pass reads every weight;
-  at high load passes batch prompts and share the read: conservative for short prompts); capacity 1 / E[S];
-  at load rho the prompts queue as M/G/1: wait W = lambda E[S^2] / (2 (1 - rho)), with the 99th percentile from
-  P(W > t) = rho exp(-rho t / W), as the engine's prompt queue (:func:`replica.prompt_queue_percentile`);
+* a prefill replica is the shared replica's engine (its token budget per step, chunking: :mod:`replica`) whose
+  requests end at their first token: its work per request is the prompt's prefill and that token, and its first
+  token comes from the same formulas (the prompts ahead, the budget's queue, the steps around it), so prompts
+  batched in one step share its weights read and fixed cost. Until MLPerf v6.0 published NVIDIA's pools, the pool
+  charged each prompt a step of its own, max(prefill work, one read of the weights) + the fixed cost: on those
+  results (Llama 2 70B on 28 + 44 GB200/GB300, Llama 3.1 405B on 56 + 16 and 52 + 20) that read 0.48-0.78x of
+  the published throughput;
 * KV transfer = prompt tokens x KV bytes per token over the replica's t network links (the pools sit on different
   nodes; within one node NVLink would be faster: conservative);
-* first token = W + S + transfer (the prefill replica emits it);
+* first token = the prefill replica's first token + the transfer (the prefill replica emits it);
 * a decode replica runs the shared-replica formulas with no prefill work and no prompt queue; its sequence slots
   must admit a request without a wait at the 99th percentile (probability of waiting under 1%), as a wait there
   would hold back the second token.
+
+A published disaggregated result is predicted on its own pools (:func:`pools_requests_per_s`).
 """
 
 from __future__ import annotations
@@ -50,34 +55,37 @@ def _kv_bytes_per_token(s: ServeScenario) -> float:
     return sv.kv_bytes_per_token(s.model.n_layers, s.kv_heads, HEAD_DIM, sv.BYTES_PER_ELEMENT[s.kv_precision])
 
 
-def _service() -> pl.Expr:
-    """Seconds of a prefill replica's time per prompt: its prefill work, at least one read of the weights, and the
-    fixed cost of the step that carries it (:func:`workbook.serving.replica.step_overhead`)."""
-    return pl.max_horizontal("prefill_s", "all_weights_s") + pl.col("step_overhead_s")
+def _prefill_scenario(s: ServeScenario) -> ServeScenario:
+    """The prefill replicas' scenario: every request is its prompt and the one token its prefill emits."""
+    return dataclasses.replace(s, output_tokens=1, output_tokens_p99=None, tpot_ms=None)
+
+
+def prefill_replicas(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
+    """``reps`` (:func:`replica.replicas`) as prefill-only replicas: a request's work is its prefill and its first
+    token (a 1 / O share of its decode work and KV reads), the capacity that work allows."""
+    o = s.output_tokens
+    return reps.with_columns(decode_s=pl.col("decode_s") / o, kv_read_s=pl.col("kv_read_s") / o).with_columns(
+        capacity_rps=sv.capacity_requests_per_s(pl.col("prefill_s"), pl.col("decode_s"), pl.col("kv_read_s"))
+    )
 
 
 def _prefill_at(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataFrame:
-    """Prefill replicas at load ``rho`` of their capacity: requests/s, the KV transfer and the first token's
-    mean and 99th percentile (ms)."""
-    service = _service()
-    tail = pl.max_horizontal("prefill_tail_s", "all_weights_s") + pl.col("step_overhead_s")
+    """Prefill replicas (:func:`prefill_replicas`) at load ``rho`` of their capacity, under their engine
+    (:func:`replica.per_engine`: its token budget per step, chunking): the shared replica's formulas with one-token
+    answers (the prompts ahead, the steps around the first token, the step budget's queue), plus the KV cache's
+    transfer to the decode pool. Requests/s, the transfer and the first token's mean and 99th percentile (ms)."""
     link = pl.col("tensor_parallel") * pl.col("scaleout_bytes_per_s")
     transfer = _kv_bytes_per_token(s) * s.prompt_tokens / link
     transfer_tail = _kv_bytes_per_token(s) * s.prompt_tokens_tail / link
-    frame = frame.with_columns(_rho=rho).with_columns(_rps=pl.col("_rho") / service)
-    per_token = service / s.prompt_tokens
-    frame = frame.with_columns(
-        _wait=sv.prefill_wait_seconds(pl.col("_rps"), per_token, replica.prompt_second_moment(s), pl.col("_rho"))
-    )
-    wait_p = replica.prompt_queue_percentile(pl.col("_wait"), pl.col("_rho"))
-    return frame.with_columns(
+    p = _prefill_scenario(s)
+    at = replica.per_engine(frame.with_columns(_rho=rho), lambda part, e: replica.at_load(part, p, pl.col("_rho"), e))
+    return at.with_columns(
         prefill_load=pl.col("_rho"),
-        prefill_rps=pl.col("_rps"),
+        prefill_rps=pl.col("requests_per_s_per_replica"),
         kv_transfer_ms=transfer * 1000,
-        prefill_ttft_mean_ms=(pl.col("_wait") + service + transfer) * 1000,
-        prefill_ttft_ms=sv.percentile_of_sum((pl.col("_wait"), service + transfer), (wait_p, tail + transfer_tail))
-        * 1000,
-    ).drop("_rho", "_rps", "_wait")
+        prefill_ttft_mean_ms=pl.col("ttft_mean_ms") + transfer * 1000,
+        prefill_ttft_ms=pl.col("ttft_ms") + transfer_tail * 1000,  # the longest prompts' prefill and transfer
+    ).drop("_rho")
 
 
 def _sized(frame: pl.DataFrame, capacity_within: pl.Expr, demand_rps: float, s: ServeScenario) -> pl.DataFrame:
@@ -99,14 +107,20 @@ def _sized(frame: pl.DataFrame, capacity_within: pl.Expr, demand_rps: float, s: 
     )
 
 
+def _prefill_limits(frame: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
+    """Per prefill configuration, the highest load of the grid whose first token meets the target (``_limit``)."""
+    grid = pl.DataFrame({"_grid": replica.LOAD_GRID})
+    curve = _prefill_at(frame.join(grid, how="cross"), s, pl.col("_grid"))
+    ok = pl.lit(True) if s.ttft_ms is None else pl.col("prefill_ttft_ms") <= s.ttft_ms
+    return curve.filter(ok).group_by(KEYS).agg(pl.col("prefill_load").max().alias("_limit"))
+
+
 def _prefill_pool(reps: pl.DataFrame, s: ServeScenario, demand_rps: float) -> pl.DataFrame:
     """Per accelerator: the prefill replicas (fewest chips) and their first token at the load they carry."""
-    grid = pl.DataFrame({"_grid": replica.LOAD_GRID})
-    curve = _prefill_at(reps.filter(pl.col("max_sequences") >= 1).join(grid, how="cross"), s, pl.col("_grid"))
-    ok = pl.lit(True) if s.ttft_ms is None else pl.col("prefill_ttft_ms") <= s.ttft_ms
-    limit = curve.filter(ok).group_by(KEYS).agg(pl.col("prefill_load").max().alias("_limit"))
-    best = _sized(reps.join(limit, on=KEYS), pl.col("_limit") / _service(), demand_rps, s)
-    at = _prefill_at(best, s, demand_rps / pl.col("_replicas") * _service())
+    frame = prefill_replicas(reps.filter(pl.col("max_sequences") >= 1), s)
+    limit = _prefill_limits(frame, s)
+    best = _sized(frame.join(limit, on=KEYS), pl.col("_limit") * pl.col("capacity_rps"), demand_rps, s)
+    at = _prefill_at(best, s, demand_rps / pl.col("_replicas") / pl.col("capacity_rps"))
     return at.select(
         "accelerator_id",
         pl.col("_replicas").alias("prefill_replicas"),
@@ -212,3 +226,21 @@ def cheaper(shared: pl.DataFrame, pools: pl.DataFrame) -> pl.DataFrame:
     keep = shared.join(wins.select("accelerator_id"), on="accelerator_id", how="anti")
     columns = [*shared.columns, *(c for c in PREFILL_COLUMNS if c not in shared.columns)]
     return pl.concat([keep, wins], how="diagonal_relaxed").select(columns)
+
+
+def pools_requests_per_s(
+    prefill: pl.DataFrame, decode: pl.DataFrame, s: ServeScenario, prefill_count: int, decode_count: int
+) -> float:
+    """Requests/s that given pools sustain within the scenario's limits: the lower of the prefill pool's (each
+    replica at its highest load whose first token meets the target) and the decode pool's (each at its highest load
+    meeting the per-token target, its slots admitting a request without a wait at the 99th percentile), times their
+    replicas (``prefill_count``, ``decode_count``). ``prefill`` and ``decode``: one configuration each
+    (:func:`replica.replicas`). How a published disaggregated result is predicted
+    (:func:`workbook.serving.published.predict_detail`), with the submitter's pools."""
+    prefill = prefill_replicas(prefill, s)
+    limit = _prefill_limits(prefill, s).join(prefill.select(*KEYS, "capacity_rps"), on=KEYS)
+    prefill_rps = (limit["_limit"] * limit["capacity_rps"]).max() or 0.0
+    frame = decode_replicas(decode)
+    lim = replica.limits(decode_curve(frame, s)).join(frame.select(*KEYS, "capacity_rps"), on=KEYS)
+    decode_rps = (lim["max_load_fraction"] * lim["capacity_rps"]).max() or 0.0
+    return min(prefill_rps * prefill_count, decode_rps * decode_count)

@@ -60,18 +60,6 @@ def with_engine(acc: pl.DataFrame, defaults: pl.DataFrame, s: ServeScenario) -> 
     return frame
 
 
-def per_engine(frame: pl.DataFrame, run) -> pl.DataFrame:
-    """``run(part, scheduler)`` on the rows of each stack and engine setting, with that engine's scheduler."""
-    keys = ["stack", "max_tokens_per_step", "chunked_prefill", "pipeline_parallel"]
-    if frame.height == 0:
-        return run(frame, replica.Scheduler())
-    parts = [
-        run(part, replica.engine(stack, tokens, chunked, pipeline_stages=stages))
-        for (stack, tokens, chunked, stages), part in frame.group_by(keys, maintain_order=True)
-    ]
-    return pl.concat(parts, how="diagonal_relaxed")
-
-
 def _replicas(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.DataFrame:
     return within_a_node_where_it_fits(replica.replicas(replica.configs(_accelerators(cat, s, eff)), s, eff.factors()))
 
@@ -126,9 +114,9 @@ def _why_not(s: ServeScenario) -> pl.Expr:
 def best_configs(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.DataFrame:
     """Per accelerator: the replica configuration serving the traffic within the headroom with the fewest chips."""
     reps = _replicas(cat, s, eff)
-    curve = per_engine(reps, lambda part, sched: replica.load_curve(part, s, sched))
+    curve = replica.per_engine(reps, lambda part, sched: replica.load_curve(part, s, sched))
     coarse = replica.limits(curve)
-    lim = per_engine(reps, lambda part, sched: replica.refined_limits(part, s, sched, coarse))
+    lim = replica.per_engine(reps, lambda part, sched: replica.refined_limits(part, s, sched, coarse))
     demand_rps = s.output_tokens_per_s / s.output_tokens
     frame = (
         reps.join(lim, on=KEYS)
@@ -169,7 +157,7 @@ def best_configs(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.D
     )
     actual = (demand_rps / pl.col("replicas") / pl.col("capacity_rps")).fill_null(pl.col("max_load_fraction"))
     rho = pl.when(actual < 1).then(actual).otherwise(0.99)
-    at = per_engine(chosen, lambda part, sched: replica.at_load(part, s, rho, sched)).with_columns(
+    at = replica.per_engine(chosen, lambda part, sched: replica.at_load(part, s, rho, sched)).with_columns(
         utilisation=pl.col("requests_per_s_per_replica") / pl.col("capacity_within_targets_rps"),
         chip_seconds_per_request=pl.col("tensor_parallel") / pl.col("capacity_within_targets_rps"),
         disaggregated=pl.lit(False),
@@ -326,7 +314,9 @@ def batch_curve(
     cat = catalog or catalog_mod.load()
     split = picks.filter(pl.col("disaggregated")) if "disaggregated" in picks.columns else picks.clear()
     reps = _replicas(cat, s, efficiency or calibrate(cat)).join(picks.select(KEYS), on=KEYS)
-    shared = per_engine(reps.join(split.select(KEYS), on=KEYS, how="anti"), lambda p, e: replica.load_curve(p, s, e))
+    shared = replica.per_engine(
+        reps.join(split.select(KEYS), on=KEYS, how="anti"), lambda p, e: replica.load_curve(p, s, e)
+    )
     curves = [shared.with_columns(_split=pl.lit(False))]
     if split.height:
         curves.append(_split_curve(reps, split, s).with_columns(_split=pl.lit(True)))

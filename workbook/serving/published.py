@@ -8,7 +8,7 @@ import math
 import polars as pl
 
 from workbook.model.spec import ModelSpec
-from workbook.serving import replica
+from workbook.serving import disaggregated, replica
 from workbook.serving.scenario import ServeScenario
 
 NEAR_MAX_LOAD = 0.99  # a server result's latencies are also read at 1% less traffic than the model's most
@@ -108,6 +108,8 @@ def predict_detail(
     ``value_at_published_load`` (measured, not used: read at the published load, TPOT ~ 1 / (1 - load) turns the
     model's capacity error on the run's system into a several-fold latency error; see the validation module)."""
     detail = {"value": math.nan, "max_load_fraction": None, "published_load_fraction": None}
+    if run.get("prefill_chips"):
+        return {**detail, "value": _pools_tokens_per_s(accelerators, run, eta_bw, eta_c, factors)}
     s = scenario(run)
     sched = scheduler(run)
     reps = _replicas(accelerators, run, eta_bw, eta_c, factors)
@@ -146,6 +148,31 @@ def predict_detail(
     if server and run["load_tokens_per_s"] is not None:
         detail |= at_published_load(best, run, s, sched)
     return detail
+
+
+def _pools_tokens_per_s(
+    accelerators: pl.DataFrame, run: dict, eta_bw: float, eta_c: float, factors: replica.Factors
+) -> float:
+    """System tokens/s of a disaggregated result on its published pools (``prefill_chips`` of
+    ``prefill_tensor_parallel`` chips per prefill replica; the rest decode, ``tensor_parallel`` each, a step holding
+    at most max_seqs sequences and max_tokens_per_step tokens): :func:`disaggregated.pools_requests_per_s`."""
+    decode_chips = run["chips"] - run["prefill_chips"]
+    slots = min(v for v in (run["max_seqs"], run["max_tokens_per_step"]) if v is not None)
+    decode_run = {**run, "chips": decode_chips, "max_seqs": slots}
+    prefill_run = {**run, "chips": run["prefill_chips"], "tensor_parallel": run["prefill_tensor_parallel"]}
+    decode = _replicas(accelerators, decode_run, eta_bw, eta_c, factors)
+    prefill = _replicas(accelerators, prefill_run, eta_bw, eta_c, factors)
+    if decode.height == 0 or prefill.height == 0:
+        return math.nan
+    s = scenario(decode_run)
+    rps = disaggregated.pools_requests_per_s(
+        prefill,
+        decode,
+        s,
+        run["prefill_chips"] // run["prefill_tensor_parallel"],
+        decode_chips // run["tensor_parallel"],
+    )
+    return rps * s.output_tokens
 
 
 def at_concurrency(best: pl.DataFrame, s: ServeScenario, sched: replica.Scheduler, clients: int, column: str) -> dict:

@@ -138,6 +138,20 @@ def engine(
     )
 
 
+def per_engine(frame: pl.DataFrame, run) -> pl.DataFrame:
+    """``run(part, scheduler)`` on the rows of each stack and engine setting (columns ``stack``,
+    ``max_tokens_per_step``, ``chunked_prefill``, ``pipeline_parallel``), with that engine's scheduler; a frame
+    without them runs on the unlimited engine."""
+    keys = ["stack", "max_tokens_per_step", "chunked_prefill", "pipeline_parallel"]
+    if frame.height == 0 or not set(keys) <= set(frame.columns):
+        return run(frame, Scheduler())
+    parts = [
+        run(part, engine(stack, tokens, chunked, pipeline_stages=stages))
+        for (stack, tokens, chunked, stages), part in frame.group_by(keys, maintain_order=True)
+    ]
+    return pl.concat(parts, how="diagonal_relaxed")
+
+
 def prompt_second_moment(s: ServeScenario) -> float:
     """E[P^2] of the prompt lengths: lognormal through the mean and the 99th percentile (every prompt the mean
     when no percentile is known): :func:`workbook.model.serving.second_moment`."""
