@@ -65,8 +65,9 @@ def _disaggregation_line(o: dict) -> str:
     """Why prefill and decode run apart, what it saves and what it costs."""
     return (
         f"{split_words(o)}. Decode steps no longer carry prompts, "
-        "so decode replicas run closer to the per-token target, and prefill replicas run prompts back to back, held "
-        f"only by the first-token target (at {o['prefill_utilisation']:.0%} of what they sustain). Each prompt's KV "
+        "so decode replicas run closer to the per-token target, and prefill replicas batch the waiting prompts into "
+        "steps of their own, held only by the first-token target "
+        f"(at {o['prefill_utilisation']:.0%} of what they sustain). Each prompt's KV "
         f"cache moves from one to the other over the {o['scaleout_bytes_per_s'] * 8 / 1e9:,.0f} Gb/s network "
         f"({o['kv_transfer_ms']:,.1f} ms, counted in the first token). Two pools to run and scale instead of one."
     )
