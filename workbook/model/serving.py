@@ -395,22 +395,16 @@ def work_per_sequence_step(prefill_s, decode_s, kv_read_s, output_tokens):
     return (decode_s + kv_read_s + prefill_s) / output_tokens
 
 
-def batch_percentile(sequences, max_sequences, percentile=LATENCY_PERCENTILE, peak=1.0):
-    """Sequences in flight at ``percentile`` of a count around the mean with variance ``peak`` x mean (Poisson: 1;
-    :func:`peakedness`), at most the slots."""
-    return _minimum(_maximum(sequences, sequences + _z(percentile) * (peak * sequences) ** 0.5), max_sequences)
+def batch_percentile(sequences, max_sequences, percentile=LATENCY_PERCENTILE):
+    """Sequences in flight at ``percentile`` of a Poisson count around the mean, at most the slots."""
+    return _minimum(_maximum(sequences, sequences + _z(percentile) * sequences**0.5), max_sequences)
 
 
-def step_percentile_seconds(
-    weights_s, per_sequence_s, sequences, max_sequences, percentile=LATENCY_PERCENTILE, peak=1.0, varying_s=None
-):
-    """Step time at the batch a request lives with at ``percentile``: weights_s + a B + a' (B_p - B), with a the
-    work each sequence adds to a step and a' (``varying_s``, a where None) the part of it that comes with the
-    sequence itself (its decode; the prefill of the prompts arriving meanwhile varies on its own:
+def step_percentile_seconds(weights_s, per_sequence_s, sequences, max_sequences, percentile=LATENCY_PERCENTILE):
+    """Step time at the batch a request lives with at ``percentile``: weights_s + a x B_p, a the work each sequence
+    adds to a step (its decode; the prefill of the prompts arriving meanwhile spreads on its own,
     :func:`prefill_burst_seconds`)."""
-    varying_s = per_sequence_s if varying_s is None else varying_s
-    extra = batch_percentile(sequences, max_sequences, percentile, peak) - sequences
-    return weights_s + per_sequence_s * sequences + varying_s * extra
+    return weights_s + per_sequence_s * batch_percentile(sequences, max_sequences, percentile)
 
 
 def slot_wait_percentile_seconds(

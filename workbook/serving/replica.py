@@ -537,7 +537,7 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         (run_s / 2, sv.LATENCY_PERCENTILE * run_p_s),
     )
     own = (pl.col("_own_s"), pl.col("_own_p_s"))
-    one_step_p_s = sv.one_step_percentile_seconds(step_s, prefill_per_token_s, rps, prompt_second_moment(s))
+    one_step_p_s = sv.one_step_percentile_seconds(step_s, prefill_per_token_s, rps, e2)
     delays = ((step_s * pl.col("_carry"), one_step_p_s * pl.col("_carry")), own, *waits)
     frame = frame.with_columns(
         load_fraction=rho,
