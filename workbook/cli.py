@@ -401,6 +401,7 @@ SERVE_KEYS = [
     "infeasible_reason",
     "stack",
     "stack_note",
+    "stack_comparison",
     "engine",
     "max_tokens_per_step",
     "max_seqs",

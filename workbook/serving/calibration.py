@@ -34,7 +34,10 @@
   rows; NVIDIA's TensorRT-LLM B200 FP4 tables and MLPerf v6.0's B300 and GB300 results (FP4 peak 2.9-3x FP8) are the
   held-out test of NVIDIA's.
 * Each vendor has a best published stack and a generic open-source one (``STACKS``); a stack with no published
-  result borrows another's efficiencies (``PROXIES``) and the answer names the proxy.
+  result borrows another's efficiencies (``PROXIES``) and the answer names the proxy. "Best published" tries every
+  stack of the vendor with published results of its own (NVIDIA: TensorRT-LLM, then vLLM on CUDA) and the scenario
+  keeps the one that serves it with the fewest chips (:func:`workbook.serving.options.best_configs`): which
+  stack's fitted efficiency is higher, and so which needs fewer chips, depends on the case.
 """
 
 from __future__ import annotations
@@ -104,8 +107,16 @@ class ServingEfficiency:
         )
 
     def for_accelerators(self, accelerators: pl.DataFrame, choice: str) -> pl.DataFrame:
-        """``accelerators`` with the chosen stack of each vendor and its efficiencies (proxies resolved)."""
-        mapping = pl.DataFrame([{"vendor": v, "stack": s} for (v, c), s in STACKS.items() if c == choice], orient="row")
+        """``accelerators``, one row per candidate stack (:func:`candidate_stacks`; ``stack_rank`` 0 is the vendor's
+        listed stack for ``choice``) with its efficiencies (proxies resolved)."""
+        mapping = pl.DataFrame(
+            [
+                {"vendor": vendor, "stack": stack, "stack_rank": rank}
+                for vendor in sorted({v for v, _ in STACKS})
+                for rank, stack in enumerate(candidate_stacks(vendor, choice))
+            ],
+            orient="row",
+        )
         resolved = pl.DataFrame(
             [
                 {
@@ -128,6 +139,16 @@ class ServingEfficiency:
         columns = ("stack", "stack_name", "stack_round", "stack_note", "fp4_basis", "eta_bw", "eta_c")
         columns += ("step_overhead_s",)
         return accelerators.join(mapping, on="vendor", how="left").join(table.select(columns), on="stack", how="left")
+
+
+def candidate_stacks(vendor: str, choice: str) -> list[str]:
+    """The stacks tried for ``vendor``: for ``"generic"`` its open-source one; for ``"best"`` its listed best
+    stack first, then each other stack of the vendor calibrated on published results of its own (not a proxy)."""
+    listed = STACKS[(vendor, choice)]
+    if choice != "best":
+        return [listed]
+    others = [s for (v, _), s in STACKS.items() if v == vendor and s != listed and s not in PROXIES]
+    return [listed, *dict.fromkeys(others)]
 
 
 def _overhead_points(runs: pl.DataFrame) -> pl.DataFrame:

@@ -60,12 +60,15 @@ def with_engine(acc: pl.DataFrame, defaults: pl.DataFrame, s: ServeScenario) -> 
     return frame
 
 
-def _replicas(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.DataFrame:
-    return within_a_node_where_it_fits(replica.replicas(replica.configs(_accelerators(cat, s, eff)), s, eff.factors()))
+def _replicas(cat: Catalog, s: ServeScenario, eff: ServingEfficiency, rank: int = 0) -> pl.DataFrame:
+    """Replicas of the scenario's accelerators on their candidate stack of ``rank`` (0: the vendor's listed one)."""
+    acc = _accelerators(cat, s, eff).filter(pl.col("stack_rank") == rank)
+    return within_a_node_where_it_fits(replica.replicas(replica.configs(acc), s, eff.factors()))
 
 
 def _accelerators(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.DataFrame:
-    """The scenario's accelerators with their stack's efficiencies and engine defaults."""
+    """The scenario's accelerators, one row per candidate stack (``stack_rank``), with the stack's efficiencies
+    and engine defaults."""
     acc = cat.accelerators
     if s.accelerators:
         acc = acc.filter(pl.col("accelerator_id").is_in(list(s.accelerators)))
@@ -112,8 +115,61 @@ def _why_not(s: ServeScenario) -> pl.Expr:
 
 
 def best_configs(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.DataFrame:
-    """Per accelerator: the replica configuration serving the traffic within the headroom with the fewest chips."""
-    reps = _replicas(cat, s, eff)
+    """Per accelerator: the replica configuration serving the traffic within the headroom with the fewest chips,
+    on the candidate stack that needs the fewest (ties: the vendor's listed stack; ``stack_comparison`` says what
+    each candidate needs)."""
+    ranks = _accelerators(cat, s, eff)["stack_rank"].unique().sort()
+    parts = [_best_on_stack(_replicas(cat, s, eff, rank), s) for rank in ranks]
+    return fewest_chips(pl.concat(parts, how="diagonal_relaxed"))
+
+
+def fewest_chips(candidates: pl.DataFrame) -> pl.DataFrame:
+    """Per accelerator, the candidate stack's row that serves within the targets with the fewest chips (then the
+    lower ``stack_rank``), with ``stack_comparison``: where several stacks were tried, each one's chips."""
+    served = pl.col("max_load_fraction").is_not_null() & pl.col("serve_reason").is_null()
+    ranked = candidates.with_columns(_served=served).sort(
+        ["_served", "chips", "stack_rank"], descending=[True, False, False]
+    )
+    needs = (
+        pl.when(pl.col("_served"))
+        .then(pl.format("{} {}", "stack_name", "chips"))
+        .otherwise(pl.format("{} cannot meet the targets", "stack_name"))
+    )
+    comparison = (
+        ranked.sort("stack_rank")
+        .group_by("accelerator_id")
+        .agg(pl.len().alias("_tried"), needs.str.join(", ").alias("_needs"))
+        .with_columns(
+            stack_comparison=pl.when(pl.col("_tried") > 1)
+            .then(
+                pl.format(
+                    "chosen of the vendor's published stacks for the fewest chips here: {}; a tie goes to the first",
+                    "_needs",
+                )
+            )
+            .otherwise(None)
+        )
+    )
+    chosen = ranked.unique("accelerator_id", keep="first", maintain_order=True).join(
+        comparison.select("accelerator_id", "stack_comparison"), on="accelerator_id"
+    )
+    if "disaggregated" in candidates.columns:  # split pools are weighed against shared replicas on any stack
+        shared = pl.when(pl.col("disaggregated")).then(pl.col("chips_without_disaggregation")).otherwise("chips")
+        fewest = ranked.filter("_served").group_by("accelerator_id").agg(shared.min().alias("_shared"))
+        chosen = (
+            chosen.join(fewest, on="accelerator_id", how="left")
+            .with_columns(
+                chips_without_disaggregation=pl.when(pl.col("disaggregated")).then(
+                    pl.min_horizontal("chips_without_disaggregation", "_shared")
+                )
+            )
+            .drop("_shared")
+        )
+    return chosen.drop("_served")
+
+
+def _best_on_stack(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
+    """:func:`best_configs` for the replicas ``reps`` of one stack per accelerator."""
     curve = replica.per_engine(reps, lambda part, sched: replica.load_curve(part, s, sched))
     coarse = replica.limits(curve)
     lim = replica.per_engine(reps, lambda part, sched: replica.refined_limits(part, s, sched, coarse))
@@ -185,6 +241,7 @@ SERVE_COLUMNS = [
     "stack_name",
     "stack_round",
     "stack_note",
+    "stack_comparison",
     "engine",
     "max_tokens_per_step",
     "max_seqs",
@@ -313,7 +370,10 @@ def batch_curve(
     shared with the prefill chips its requests need (:func:`_split_curve`)."""
     cat = catalog or catalog_mod.load()
     split = picks.filter(pl.col("disaggregated")) if "disaggregated" in picks.columns else picks.clear()
-    reps = _replicas(cat, s, efficiency or calibrate(cat)).join(picks.select(KEYS), on=KEYS)
+    eff = efficiency or calibrate(cat)
+    ranks = _accelerators(cat, s, eff)["stack_rank"].unique().sort()
+    chosen = picks.select(*KEYS, "stack").unique()
+    reps = pl.concat([_replicas(cat, s, eff, rank).join(chosen, on=[*KEYS, "stack"]) for rank in ranks])
     shared = replica.per_engine(
         reps.join(split.select(KEYS), on=KEYS, how="anti"), lambda p, e: replica.load_curve(p, s, e)
     )

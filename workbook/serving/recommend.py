@@ -162,10 +162,10 @@ def range_line(o: dict) -> str:
 
 def _stack_line(o: dict, scenario) -> str:
     note = o["stack_note"] or ""
+    comparison = f" ({o['stack_comparison']})" if o.get("stack_comparison") else ""
     return (
-        f"Software: {o['stack_name']}; its efficiency is {note[0].lower() + note[1:] if note else 'not sourced'}. "
-        + _fp4_words(o, scenario)
-        + _engine_words(o)
+        f"Software: {o['stack_name']}{comparison}; its efficiency is "
+        f"{note[0].lower() + note[1:] if note else 'not sourced'}. " + _fp4_words(o, scenario) + _engine_words(o)
     )
 
 
