@@ -115,7 +115,7 @@ def test_the_best_stack_is_the_one_serving_within_the_targets_with_the_fewest_ch
     )
     chosen = {r["accelerator_id"]: r for r in options.fewest_chips(candidates).iter_rows(named=True)}
     assert {k: r["stack_name"] for k, r in chosen.items()} == {"a": "Second", "b": "First", "c": "Second"}
-    assert chosen["a"]["stack_comparison"].endswith("First 8, Second 6; a tie goes to the first")
+    assert chosen["a"]["stack_comparison"].endswith("First 8, Second 6, ties going to the first")
     assert "First cannot meet the targets, Second 6" in chosen["c"]["stack_comparison"]
 
 

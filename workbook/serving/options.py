@@ -143,7 +143,7 @@ def fewest_chips(candidates: pl.DataFrame) -> pl.DataFrame:
             stack_comparison=pl.when(pl.col("_tried") > 1)
             .then(
                 pl.format(
-                    "chosen of the vendor's published stacks for the fewest chips here: {}; a tie goes to the first",
+                    "the vendor's published stack needing the fewest chips here: {}, ties going to the first",
                     "_needs",
                 )
             )
