@@ -371,7 +371,9 @@ class InferenceRuns(pa.DataFrameModel):
     ttft_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
     tpot_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
     load_tokens_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
-    measure: str = pa.Field(isin=("tpot_ms", "ttft_ms", "tokens_per_s"))
+    # request_ms_per_token: a lone request's time from sending it to its last token over its output tokens (what a
+    # batch-1 latency benchmark's output tokens/s gives: 1000 / tokens/s), first token included
+    measure: str = pa.Field(isin=("tpot_ms", "ttft_ms", "tokens_per_s", "request_ms_per_token"))
     # latencies: which statistic the source states (MLPerf logs give the mean and percentiles); null for throughput
     latency_statistic: Optional[str] = pa.Field(nullable=True, isin=("mean", "p99", "unstated"))
     value: float = pa.Field(gt=0)

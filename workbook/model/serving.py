@@ -24,14 +24,14 @@
   travel at ``eta_ar`` of the link; a long prompt's tokens travel together, at the link's full one-way speed after
   ``BULK_ALLREDUCE_LATENCY_S`` (:func:`prompt_allreduce_seconds_per_token`).
 * Continuous batching with chunked prefill: every step reads the weights once and pays the engine's fixed cost
-  (``weights_s`` = weight bytes per chip / (bw eta_bw) + the stack's step overhead, fitted on its batch-1 steps:
-  :func:`workbook.serving.replica.step_overhead`) and, at load lambda requests/s, spends lambda x step x (decode +
-  KV reads + prefill) on
-  the requests' work: prefill chunks steal time from decode steps instead of waiting for an idle replica. So
-  step = weights_s + rho x step, i.e. **step = weights_s / (1 - rho)**, with rho = lambda / capacity and
-  **capacity = 1 / (decode + KV reads + prefill)** requests/s. Time per output token = step. The KV reads add to
-  the decode FLOPs rather than hide under them: in each layer the attention kernels (memory-bound: they stream
-  the sequences' cache) run after the matmuls (compute-bound at these batches), not beside them.
+  (``weights_s`` = weight bytes per chip / (bw eta_bw) + the stack's step overhead a layer x layers, fitted on its
+  batch-1 steps: :func:`workbook.serving.replica.step_overhead`) and, at load lambda requests/s, spends lambda x
+  step x (decode + KV reads + prefill) on the requests' work: prefill chunks steal time from decode steps instead
+  of waiting for an idle replica. So step = weights_s + rho x step, i.e. **step = weights_s / (1 - rho)**, with
+  rho = lambda / capacity and **capacity = 1 / (decode + KV reads + prefill)** requests/s. Time per output token =
+  step. The KV reads add to the decode FLOPs rather than hide under them: in each layer the attention kernels
+  (memory-bound: they stream the sequences' cache) run after the matmuls (compute-bound at these batches), not
+  beside them.
   (Weight streaming is not overlapped with the work: conservative; the calibrated efficiencies absorb it.)
 * Sequences in flight (Little's law): B = lambda x O x step; their KV cache must fit next to the weights.
 * Time to first token = the rest of the running step (half a step on average) + the prompt's prefill + the step

@@ -1,16 +1,20 @@
 """Serving efficiencies per software stack, fitted on that stack's published results
 (``data/inference_runs.csv``, role ``calibrate``) with the same formulas the prediction uses.
 
-* Step overhead ``step_overhead_s``: the fixed seconds every step costs besides its reads and FLOPs (host
-  scheduling, sampling, kernel launches; :func:`workbook.serving.replica.step_overhead`), from the stack's batch-1
-  decode steps: the published step less its all-reduces' latency
-  (:func:`workbook.model.serving.allreduce_latency_seconds_per_step`, on a GPU replica of several chips) and less
-  its weight and KV-cache reads at the HBM streaming efficiency ``eta_bw`` of the stack's vendor
-  (:data:`workbook.model.serving.HBM_STREAM_EFFICIENCY`: BabelStream, NVIDIA 0.9, AMD 0.78); a stack with none uses
-  the median of every stack's batch-1 rows, and says so. TensorRT-LLM ~5.3 ms (NIM, H100 TP2), vLLM 6.4 ms (2024
-  CI, H200 TP4). A small model's step is mostly this overhead, a large one's mostly its reads. (Fitted whole, as
-  one HBM efficiency, a batch-1 step gave 0.62 of the bandwidth: a one-GPU 70B replica then read its weights in
-  23 ms a step, where the measured streaming rate and the overhead give 21 ms; an 8B one in 2.7 ms, now 7.3 ms.)
+* Step overhead, per layer ``layer_overhead_s``: the fixed seconds every step costs besides its reads and FLOPs
+  (host scheduling, sampling, and the launches and gaps of the step's kernels, a dozen or so per layer:
+  :func:`workbook.serving.replica.step_overhead`), from the stack's batch-1 decode steps: the published step less its
+  all-reduces' latency (:func:`workbook.model.serving.allreduce_latency_seconds_per_step`, on a GPU replica of several
+  chips) and less its weight and KV-cache reads at the HBM streaming efficiency ``eta_bw`` of the stack's vendor
+  (:data:`workbook.model.serving.HBM_STREAM_EFFICIENCY`: BabelStream, NVIDIA 0.9, AMD 0.78), over the model's
+  layers; a stack with none uses the median of every stack's batch-1 rows, and says so. TensorRT-LLM 67 us a layer
+  (NIM, Llama 3.3 70B on two H100s: 5.3 ms a step of 80 layers), vLLM 81 us (2024 CI, 70B on four H200s). Per
+  layer, not per step: one H200's batch-1 requests through TensorRT-LLM 0.15 (TensorRT Model Optimizer's benchmark,
+  held out) take 4.1 ms an output token on Llama 3.1 8B (32 layers) and 23 ms on 70B (80 layers); with 5.3 ms a
+  step whatever the model, the 8B request would take 7.4 ms (1.8x), with 67 us a layer it takes 4.2. A small
+  model's step is mostly this overhead, a large one's mostly its reads. (Fitted whole, as one HBM efficiency, a
+  batch-1 step gave 0.62 of the bandwidth: a one-GPU 70B replica then read its weights in 23 ms a step, where the
+  measured streaming rate and the overhead give 21 ms.)
 * Compute efficiency ``eta_c``: the efficiency at which the model reproduces each dense offline throughput
   result (bisection, :func:`workbook.serving.published.fit_compute_efficiency`); the stack's value is the
   median over its **newest round** (software moves fast: TensorRT-LLM gained 28% on the same H100s from
@@ -81,11 +85,11 @@ PROXIES = {
 @dataclasses.dataclass(frozen=True)
 class ServingEfficiency:
     """Per stack: fraction of the HBM roofline (``eta_bw``) and of the dense peak (``eta_c``) reached, and the fixed
-    cost of a step (``step_overhead_s``), with the basis of each; ``moe``: mixture-of-experts factor on ``eta_c``
-    (:func:`moe_factor`); ``points``: every calibration row's own fitted value; ``allreduce``: the tensor-parallel
-    all-reduce efficiency, with its basis."""
+    cost of a step per layer (``layer_overhead_s``), with the basis of each; ``moe``: mixture-of-experts factor on
+    ``eta_c`` (:func:`moe_factor`); ``points``: every calibration row's own fitted value; ``allreduce``: the
+    tensor-parallel all-reduce efficiency, with its basis."""
 
-    stacks: pl.DataFrame  # stack, eta_bw, eta_c, step_overhead_s, bw_basis, overhead_basis, compute_basis, round, ...
+    stacks: pl.DataFrame  # stack, eta_bw, eta_c, layer_overhead_s, bw_basis, overhead_basis, compute_basis, round, ...
     moe: float
     points: pl.DataFrame
     allreduce: float
@@ -93,8 +97,8 @@ class ServingEfficiency:
     fp4: float  # the FP4 coefficient of a stack with no FP4 result of its vendor: the median over every FP4 result
     fp4_by_stack: dict[str, float]  # each stack's FP4 coefficient (:func:`fp4_factors`)
     fp4_basis: dict[str, str]
-    step_overhead_s: float  # of a stack with no batch-1 result: the median over every batch-1 result
-    step_overhead_by_stack: dict[str, float]  # every stack's, proxies resolved (:func:`overhead_by_stack`)
+    layer_overhead_s: float  # of a stack with no batch-1 result: the median over every batch-1 result
+    layer_overhead_by_stack: dict[str, float]  # every stack's, proxies resolved (:func:`overhead_by_stack`)
 
     def factors(self) -> replica.Factors:
         return replica.Factors(
@@ -102,8 +106,8 @@ class ServingEfficiency:
             allreduce=self.allreduce,
             fp4=self.fp4,
             fp4_by_stack=tuple(self.fp4_by_stack.items()),
-            step_overhead_s=self.step_overhead_s,
-            step_overhead_by_stack=tuple(self.step_overhead_by_stack.items()),
+            layer_overhead_s=self.layer_overhead_s,
+            layer_overhead_by_stack=tuple(self.layer_overhead_by_stack.items()),
         )
 
     def for_accelerators(self, accelerators: pl.DataFrame, choice: str) -> pl.DataFrame:
@@ -137,7 +141,7 @@ class ServingEfficiency:
             fp4_basis=pl.col("stack").replace_strict(self.fp4_basis, default=None, return_dtype=pl.String),
         )
         columns = ("stack", "stack_name", "stack_round", "stack_note", "fp4_basis", "eta_bw", "eta_c")
-        columns += ("step_overhead_s",)
+        columns += ("layer_overhead_s",)
         return accelerators.join(mapping, on="vendor", how="left").join(table.select(columns), on="stack", how="left")
 
 
@@ -153,7 +157,8 @@ def candidate_stacks(vendor: str, choice: str) -> list[str]:
 
 def _overhead_points(runs: pl.DataFrame) -> pl.DataFrame:
     """The step overhead of every batch-1 TPOT row: the published step less its all-reduces' latency and its
-    reads at the HBM streaming efficiency (kind ``step-overhead``, seconds in ``step_overhead_s``)."""
+    reads at the HBM streaming efficiency, over the model's layers (kind ``step-overhead``, seconds a layer in
+    ``layer_overhead_s``)."""
     points = []
     for r in runs.filter(pl.col("measure") == "tpot_ms").iter_rows(named=True):
         w = sv.BYTES_PER_ELEMENT[r["weight_precision"]]
@@ -171,7 +176,7 @@ def _overhead_points(runs: pl.DataFrame) -> pl.DataFrame:
             else 0.0
         )
         overhead = max(0.0, r["value"] / 1000 - allreduce_s - reads)
-        points.append({**_ids(r), "kind": "step-overhead", "step_overhead_s": overhead})
+        points.append({**_ids(r), "kind": "step-overhead", "layer_overhead_s": overhead / r["n_layers"]})
     return pl.DataFrame(points)
 
 
@@ -329,11 +334,11 @@ def moe_factor(points: pl.DataFrame) -> float:
 def overhead_by_stack(points: pl.DataFrame) -> tuple[float, dict[str, float], dict[str, str]]:
     """Median step overhead per stack (its proxy's for a stack that borrows another's efficiencies); the median of
     all batch-1 rows for a stack with none (named in its basis), returned first."""
-    overall = points["step_overhead_s"].median()
+    overall = points["layer_overhead_s"].median()
     values, basis = {}, {}
     for stack in STACK_NAMES:
         source = PROXIES.get(stack, (stack, None))[0]
-        own = points.filter(pl.col("stack") == source)["step_overhead_s"]
+        own = points.filter(pl.col("stack") == source)["layer_overhead_s"]
         values[stack] = own.median() if own.len() else overall
         basis[stack] = (
             f"median of {own.len()} batch-1 latency result(s)"
@@ -358,7 +363,7 @@ def _stack_table(compute: pl.DataFrame, eta_bw: dict, overhead: dict, overhead_b
     fitted = newest_round(compute)
     return fitted.with_columns(
         eta_bw=pl.col("stack").replace_strict(eta_bw, return_dtype=pl.Float64),
-        step_overhead_s=pl.col("stack").replace_strict(overhead, return_dtype=pl.Float64),
+        layer_overhead_s=pl.col("stack").replace_strict(overhead, return_dtype=pl.Float64),
         bw_basis=pl.lit(sv.HBM_STREAM_BASIS),
         overhead_basis=pl.col("stack").replace_strict(overhead_basis, return_dtype=pl.String),
         compute_basis=pl.format("calibrated on {} ({})", pl.col("runs").list.join(", "), pl.col("round")),
@@ -379,8 +384,8 @@ def calibrate(cat: Catalog) -> ServingEfficiency:
         moe=1.0,
         allreduce=1.0,
         fp4=0.0,
-        step_overhead_s=overall,
-        step_overhead_by_stack=tuple(overhead.items()),
+        layer_overhead_s=overall,
+        layer_overhead_by_stack=tuple(overhead.items()),
     )
     allreduce, allreduce_basis = allreduce_efficiency(cat, eta_bw, base)
     compute = compute_points(cat, eta_bw, dataclasses.replace(base, allreduce=allreduce))
@@ -391,6 +396,6 @@ def calibrate(cat: Catalog) -> ServingEfficiency:
         points=pl.concat([overheads, compute], how="diagonal"),
         allreduce=allreduce,
         allreduce_basis=allreduce_basis,
-        step_overhead_s=overall,
-        step_overhead_by_stack=overhead,
+        layer_overhead_s=overall,
+        layer_overhead_by_stack=overhead,
     )

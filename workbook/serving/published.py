@@ -135,6 +135,8 @@ def predict_detail(
         return {**detail, "value": best["tokens_per_s"].item()}
     if run["scenario"] == "concurrency":
         return {**detail, **at_concurrency(best, s, sched, run["batch"], predicted_column(run))}
+    if run["measure"] == "request_ms_per_token":
+        return {**detail, "value": lone_request_ms_per_token(best, s, sched)}
     server = run["scenario"] == "server"
     rho = pl.col("max_load_fraction") if server else pl.lit(0.0)
     detail = {
@@ -209,6 +211,14 @@ def at_concurrency(best: pl.DataFrame, s: ServeScenario, sched: replica.Schedule
         "value": values[i - 1] + w * (values[i] - values[i - 1]),
         "load_fraction": loads[i - 1] + w * (loads[i] - loads[i - 1]),
     }
+
+
+def lone_request_ms_per_token(best: pl.DataFrame, s: ServeScenario, sched: replica.Scheduler) -> float:
+    """A lone request's time from sending it to its last token over its O output tokens: (TTFT + (O - 1) TPOT) / O,
+    the means on an idle replica."""
+    row = replica.at_load(best, s, pl.lit(0.0), sched).row(0, named=True)
+    o = s.output_tokens
+    return (row["ttft_mean_ms"] + (o - 1) * row["tpot_mean_ms"]) / o
 
 
 def at_published_load(best: pl.DataFrame, run: dict, s: ServeScenario, sched: replica.Scheduler) -> dict:

@@ -91,8 +91,10 @@ class Factors:
     allreduce: float
     fp4: float  # FP4 coefficient (:func:`fp4_fraction`) of a stack with none of its own
     fp4_by_stack: tuple[tuple[str, float], ...] = ()  # (stack, FP4 coefficient) where a stack has its own; else ``fp4``
-    step_overhead_s: float = 0.0  # fixed seconds every step costs besides its reads and FLOPs (:func:`step_overhead`)
-    step_overhead_by_stack: tuple[tuple[str, float], ...] = ()  # (stack, seconds) where a stack has its own
+    layer_overhead_s: float = (
+        0.0  # fixed seconds a step costs per layer besides its reads and FLOPs (:func:`step_overhead`)
+    )
+    layer_overhead_by_stack: tuple[tuple[str, float], ...] = ()  # (stack, seconds a layer) where a stack has its own
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,11 +244,12 @@ def _per_stack(frame: pl.DataFrame, by_stack: tuple[tuple[str, float], ...], def
     return pl.lit(default)
 
 
-def step_overhead(factors: Factors, frame: pl.DataFrame) -> pl.Expr:
+def step_overhead(factors: Factors, frame: pl.DataFrame, layers) -> pl.Expr:
     """Seconds every step of a replica costs besides reading the weights and running its FLOPs: the engine's host
-    work (scheduling, sampling, launching the step's kernels) and the kernels' own gaps, the same however many
-    sequences the step carries. Fitted per stack on its batch-1 latencies (:mod:`workbook.serving.calibration`)."""
-    return _per_stack(frame, factors.step_overhead_by_stack, factors.step_overhead_s)
+    work (scheduling, sampling) and the launches and gaps of the step's kernels, a dozen or so per layer, so
+    ``layers`` (a pipeline stage's) x the stack's seconds a layer, the same however many sequences the step carries.
+    Fitted per stack on its batch-1 latencies (:mod:`workbook.serving.calibration`)."""
+    return _per_stack(frame, factors.layer_overhead_by_stack, factors.layer_overhead_s) * layers
 
 
 def fp4_fraction(factors: Factors, frame: pl.DataFrame, model) -> pl.Expr:
@@ -415,7 +418,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         kv_gb_per_sequence=kv_sequence / t / 1e9,
         allreduce_latency_us=pl.when(tp).then(latency_s * 1e6),  # null: no GPU all-reduce
         allreduce_step_s=pl.when(tp).then(sv.allreduce_latency_seconds_per_step(layers, latency_s)).otherwise(0.0),
-        step_overhead_s=step_overhead(factors, frame),
+        step_overhead_s=step_overhead(factors, frame, layers),
         all_weights_s=weights_bytes / (bandwidth * pl.col("eta_bw")),
         active_weights_s=w_bytes * m.active_params / t / (bandwidth * pl.col("eta_bw")),
     )

@@ -45,7 +45,7 @@ from workbook.model import serving as sv
 from workbook.serving import published, replica, simulation
 from workbook.serving.calibration import STACK_NAMES, ServingEfficiency, calibrate, moe_factor, newest_round
 
-MEASURES = ("tokens_per_s", "ttft_ms", "tpot_ms")
+MEASURES = ("tokens_per_s", "ttft_ms", "tpot_ms", "request_ms_per_token")
 TARGET_THROUGHPUT_MEDIAN = 0.15  # median |ln(pred/published)| on the newest rounds (issue 14)
 TARGET_THROUGHPUT_WORST = math.log(1.4)
 TARGET_LATENCY = math.log(1.3)  # TTFT/TPOT at MLPerf's server load within 30%
