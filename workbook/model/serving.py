@@ -32,7 +32,11 @@
   step. The KV reads add to the decode FLOPs rather than hide under them: in each layer the attention kernels
   (memory-bound: they stream the sequences' cache) run after the matmuls (compute-bound at these batches), not
   beside them.
-  (Weight streaming is not overlapped with the work: conservative; the calibrated efficiencies absorb it.)
+  Weight streaming is not overlapped with the work. A single FP8 GEMM does overlap them (DeepGEMM's H800 table,
+  github deepseek-ai/DeepGEMM README @a6d97a1: at 128 tokens, 0.74-0.87x the sum of its weight read and its compute,
+  like (read^p + compute^p)^(1/p) with p about 2), but charged that way the refit compute efficiency falls 10-16% and
+  the held-out results trade errors (notebooks/validation.ipynb: Llama 2 70B Interactive tightens, 405B on H200 and
+  Blackwell move away); the sum stands in for something else as well, not settled.
 * Sequences in flight (Little's law): B = lambda x O x step; their KV cache must fit next to the weights.
 * Time to first token = the rest of the running step (half a step on average) + the prompt's prefill + the step
   that emits the first token, plus the wait for a free sequence slot: the replica holds at most S sequences
