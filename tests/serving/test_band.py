@@ -9,7 +9,7 @@ import pytest
 from workbook import serving
 from workbook.model.spec import ModelSpec
 from workbook.model.units import HOURS_PER_MONTH
-from workbook.serving import validation
+from workbook.serving import recommend, validation
 from workbook.serving.band import throughput_band
 
 
@@ -68,3 +68,21 @@ def test_the_card_states_the_range_and_what_it_rests_on(cat):
     rec = serving.recommend_serving(serving.evaluate_serving(s, cat), s)
     line = next(r for r in rec.reasons if r.startswith("Range "))
     assert "Neuron NxD Inference has no published result within latency limits; those of every stack" in line
+
+
+def test_the_range_never_reads_one_to_one():
+    # A one-chip answer whose stack's results span 0.69x-1.96x of the model: "about 1 chip either way", not "about 1 to
+    # 1 chips"; a wider answer keeps its range.
+    o = {
+        "model_error_low": -math.log(1.96),
+        "model_error_high": -math.log(0.69),
+        "model_error_results": 24,
+        "model_error_scope": "stack",
+        "stack_name": "TensorRT-LLM",
+        "usd_per_million_tokens_low": 0.7,
+        "usd_per_million_tokens_high": 2.0,
+        "usd_per_month_low": 554.0,
+        "usd_per_month_high": 1585.0,
+    }
+    assert recommend.range_line({**o, "chips": 1}).endswith("predicts for them: about 1 chip either way.")
+    assert recommend.range_line({**o, "chips": 6}).endswith("predicts for them: about 3 to 9 chips may be needed.")

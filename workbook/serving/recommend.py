@@ -151,12 +151,13 @@ def range_line(o: dict) -> str:
         f"({results})",
         "all": f"{o['stack_name']} has no published result within latency limits; those of every stack ({results})",
     }[o["model_error_scope"]]
+    low, high = (max(1, round(o["chips"] / ratio)) for ratio in (fewer, more))
+    chips = f"about {low:,} to {high:,} chips may be needed" if low < high else f"about {count(low, 'chip')} either way"
     return (
         f"Range {token_price(o['usd_per_million_tokens_low'])} to "
         f"{per_million_tokens(o['usd_per_million_tokens_high'])} ({usd(o['usd_per_month_low'])} to "
         f"{usd(o['usd_per_month_high'])} a month): the price quotes' spread, and {where} served {more:.2f}x to "
-        f"{fewer:.2f}x the throughput the model predicts for them: about {o['chips'] / fewer:,.0f} to "
-        f"{o['chips'] / more:,.0f} chips may be needed."
+        f"{fewer:.2f}x the throughput the model predicts for them: {chips}."
     )
 
 
