@@ -7,8 +7,10 @@
   all-reduces' latency (:func:`workbook.model.serving.allreduce_latency_seconds_per_step`, on a GPU replica of several
   chips) and less its weight and KV-cache reads at the HBM streaming efficiency ``eta_bw`` of the stack's vendor
   (:data:`workbook.model.serving.HBM_STREAM_EFFICIENCY`: BabelStream, NVIDIA 0.9, AMD 0.78), over the model's
-  layers; a stack with none uses the median of every stack's batch-1 rows, and says so. TensorRT-LLM 67 us a layer
-  (NIM, Llama 3.3 70B on two H100s: 5.3 ms a step of 80 layers), vLLM 81 us (2024 CI, 70B on four H200s). Per
+  layers; the median over the stack's **newest** batch-1 results, as for the compute efficiency (a stack with none
+  uses the median of the others' newest, and says so). TensorRT-LLM 67 us a layer (NIM 1.8, Llama 3.3 70B on two
+  H100s: 5.3 ms a step of 80 layers); vLLM 44 us (vLLM 0.19's blog, April 2026, Llama 3.1 8B at concurrency 1: 35 us
+  on an H100, 53 on a B200; its 2024 CI, 70B on four H200s, gave 81). Per
   layer, not per step: one H200's batch-1 requests through TensorRT-LLM 0.15 (TensorRT Model Optimizer's benchmark,
   held out) take 4.1 ms an output token on Llama 3.1 8B (32 layers) and 23 ms on 70B (80 layers); with 5.3 ms a
   step whatever the model, the 8B request would take 7.4 ms (1.8x), with 67 us a layer it takes 4.2. A small
@@ -332,18 +334,21 @@ def moe_factor(points: pl.DataFrame) -> float:
 
 
 def overhead_by_stack(points: pl.DataFrame) -> tuple[float, dict[str, float], dict[str, str]]:
-    """Median step overhead per stack (its proxy's for a stack that borrows another's efficiencies); the median of
-    all batch-1 rows for a stack with none (named in its basis), returned first."""
-    overall = points["layer_overhead_s"].median()
+    """Median step overhead per stack over its newest batch-1 results (its proxy's for a stack that borrows another's
+    efficiencies): an engine's host work and kernel launches shrink from release to release (vLLM: 81 us a layer in
+    its 2024 CI, 35-53 us in 0.19's), so, as for the compute efficiency, the newest software sets it. A stack with
+    none takes the median of every stack's newest (named in its basis), returned first."""
+    newest = points.filter(pl.col("published") == pl.col("published").max().over("stack"))
+    overall = newest["layer_overhead_s"].median()
     values, basis = {}, {}
     for stack in STACK_NAMES:
         source = PROXIES.get(stack, (stack, None))[0]
-        own = points.filter(pl.col("stack") == source)["layer_overhead_s"]
-        values[stack] = own.median() if own.len() else overall
+        own = newest.filter(pl.col("stack") == source)
+        values[stack] = own["layer_overhead_s"].median() if own.height else overall
         basis[stack] = (
-            f"median of {own.len()} batch-1 latency result(s)"
-            if own.len()
-            else f"no batch-1 latency of this stack: median of all {points.height} batch-1 results"
+            f"median of {own.height} batch-1 latency result(s) of {own['round'][0]}"
+            if own.height
+            else f"no batch-1 latency of this stack: median of the {newest.height} newest batch-1 results of the others"
         )
     return overall, values, basis
 
