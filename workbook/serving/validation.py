@@ -29,8 +29,9 @@ the model's maximum where the published load is above it, ``published_load_above
 error on the system into a several-fold latency error
 (H100 v4.1 Llama 2 70B: published load 0.77 of the model's capacity, TPOT 79 ms predicted vs 155 ms published).
 Under tight limits the latencies are set by the limits, and the throughput row is the test: the load the model
-reaches within them. Measured with the formulas checked against the engine's simulation (:func:`against_simulation`):
-129 of the 188 MLPerf rows within 30% at the edge (v6.0 28 of 44), 132 at 1% less traffic.
+reaches within them. Measured with the formulas checked against the engine's simulation (:func:`against_simulation`)
+and each step's fixed cost charged per layer: 131 of the 188 MLPerf rows within 30% at the edge (v6.0 28 of 44), 134
+at 1% less traffic (129 and 132 with one fixed cost a step).
 """
 
 from __future__ import annotations
