@@ -143,7 +143,7 @@ class ServingEfficiency:
             fp4_basis=pl.col("stack").replace_strict(self.fp4_basis, default=None, return_dtype=pl.String),
         )
         columns = ("stack", "stack_name", "stack_round", "stack_note", "fp4_basis", "eta_bw", "eta_c")
-        columns += ("layer_overhead_s",)
+        columns += ("layer_overhead_s", "overhead_basis")
         return accelerators.join(mapping, on="vendor", how="left").join(table.select(columns), on="stack", how="left")
 
 
@@ -346,9 +346,9 @@ def overhead_by_stack(points: pl.DataFrame) -> tuple[float, dict[str, float], di
         own = newest.filter(pl.col("stack") == source)
         values[stack] = own["layer_overhead_s"].median() if own.height else overall
         basis[stack] = (
-            f"median of {own.height} batch-1 latency result(s) of {own['round'][0]}"
+            f"from batch-1 latencies of {own['round'][0]}, {own['published'][0]:%B %Y}"
             if own.height
-            else f"no batch-1 latency of this stack: median of the {newest.height} newest batch-1 results of the others"
+            else f"the median of the other stacks' newest {newest.height} batch-1 latencies (none of its own)"
         )
     return overall, values, basis
 

@@ -130,9 +130,13 @@ def fewest_chips(candidates: pl.DataFrame) -> pl.DataFrame:
     ranked = candidates.with_columns(_served=served).sort(
         ["_served", "chips", "stack_rank"], descending=[True, False, False]
     )
+    source = pl.lit("")  # each stack's fixed step cost comes from its own source, of its own date: say which
+    if "overhead_basis" in candidates.columns:
+        basis = pl.col("overhead_basis")
+        source = pl.when(basis.is_not_null()).then(pl.format(" (fixed step cost {})", basis)).otherwise(source)
     needs = (
         pl.when(pl.col("_served"))
-        .then(pl.format("{} {}", "stack_name", "chips"))
+        .then(pl.format("{} {}{}", "stack_name", "chips", source))
         .otherwise(pl.format("{} cannot meet the targets", "stack_name"))
     )
     comparison = (
@@ -241,6 +245,8 @@ SERVE_COLUMNS = [
     "stack_name",
     "stack_round",
     "stack_note",
+    "layer_overhead_s",
+    "overhead_basis",
     "stack_comparison",
     "engine",
     "max_tokens_per_step",

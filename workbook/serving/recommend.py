@@ -166,8 +166,21 @@ def _stack_line(o: dict, scenario) -> str:
     comparison = f" ({o['stack_comparison']})" if o.get("stack_comparison") else ""
     return (
         f"Software: {o['stack_name']}{comparison}; its efficiency is "
-        f"{note[0].lower() + note[1:] if note else 'not sourced'}. " + _fp4_words(o, scenario) + _engine_words(o)
+        f"{note[0].lower() + note[1:] if note else 'not sourced'}"
+        + _fixed_cost_words(o)
+        + ". "
+        + _fp4_words(o, scenario)
+        + _engine_words(o)
     )
+
+
+def _fixed_cost_words(o: dict) -> str:
+    """The engine's fixed cost a step and where it comes from: stacks' sources differ in date, which the reader
+    comparing two of them should see."""
+    if o.get("layer_overhead_s") is None or not o.get("overhead_basis"):
+        return ""
+    per_layer_us = o["layer_overhead_s"] * 1e6
+    return f"; its fixed step cost, {per_layer_us:.0f} µs a layer, {o['overhead_basis']}"
 
 
 def _fp4_words(o: dict, scenario) -> str:
