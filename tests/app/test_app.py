@@ -5,6 +5,7 @@ import datetime
 import pytest
 
 from workbook.app import state
+from workbook.app.serve_view import ServeView
 from workbook.app.shell import Dashboard
 from workbook.errors import InputError
 
@@ -132,6 +133,17 @@ def test_trust_panels_fill_on_open(dash):
     assert "ln(" not in words and "ln(" in accuracy  # managers read percentages; engineers find the log errors
     dash.trust.selected_index = 1
     assert "v5p" in dash.trust.children[1].value and "contradicted" in dash.trust.children[1].value
+
+
+def test_the_serve_tab_says_it_is_working_while_its_first_answer_is_computed(dash, monkeypatch):
+    # Its first answer can take half a minute after an update (the serving calibration is rebuilt): the tab says so
+    # until the answer replaces the notice.
+    seen = []
+    update = ServeView.update
+    monkeypatch.setattr(ServeView, "update", lambda view: (seen.append(view.status.value), update(view)))
+    dash.tabs.selected_index = 1
+    assert seen and "Working out every serving option" in seen[0]
+    assert dash.serve.status.value == "" and "Serve on" in dash.serve.card.value
 
 
 def test_serve_view_wiring(dash):

@@ -14,6 +14,11 @@ from workbook.app import links, views
 from workbook.app.serve_view import ServeView
 from workbook.app.train_view import TrainView
 
+SERVE_FIRST_OPEN = (
+    "Working out every serving option: a second or two, up to half a minute the first time after the workbook "
+    "is updated."
+)
+
 
 class Dashboard:
     """Builds both tabs and the panels; the Train view computes at once, the Serve view when first opened."""
@@ -115,6 +120,9 @@ class Dashboard:
             self.tabs.children = [self.tabs.children[0], _with_heading("serve", self.serve.widget)]
             for control in self.serve.controls.values():
                 control.observe(lambda _: self.refresh_link(), names="value")
+            # shown while the first answer is worked out (cleared with it): after an update of the workbook its
+            # serving calibration is rebuilt first, which takes a visitor's page half a minute, not a second
+            self.serve.status.value = present.message(SERVE_FIRST_OPEN, kind="info")
             if self.pending_serve:
                 self.serve.set_values(self.pending_serve)
                 self.pending_serve = {}
