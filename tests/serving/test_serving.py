@@ -414,11 +414,17 @@ def test_latency_at_a_known_client_concurrency(cat, validated):
     # the HBM efficiency was fitted on the batch-1 step whole); TTFT 0.67-0.69x below saturation (0.5-0.65x without
     # the prefill-work queue), within 5% deep in saturation, 1.13x at the knee.
     table = validation.concurrency_latency(validated, cat.inference_runs)
-    itl, ttft = (table.filter(pl.col("measure") == m).sort("clients") for m in ("tpot_ms", "ttft_ms"))
+    nim = table.filter(pl.col("round") == "NIM 1.8.0 docs")
+    itl, ttft = (nim.filter(pl.col("measure") == m).sort("clients") for m in ("tpot_ms", "ttft_ms"))
     assert itl.height == ttft.height == 7 and itl["within_target"].all()
     assert itl["predicted_value"].is_sorted() and ttft["predicted_value"].is_sorted()  # both rise with the clients
     queued = ttft.filter(pl.col("clients") >= 150)  # the extra clients wait their turn (Little's law)
     assert queued.height == 3 and queued["saturated"].all() and queued["within_target"].all()
+    # vLLM 0.19 on one H100, Llama 3.1 8B, 8 clients of ~20k-token prompts (its blog's load test; the stack's fixed step
+    # cost comes from the same post's concurrency-1 runs). Measured when written: median ITL 1.22x (BF16 KV cache) and
+    # 1.08x (FP8), TTFT 1.12x and 0.98x; with vLLM's 2024 fixed step cost (81 us a layer) the ITL was 1.29x and 1.17x.
+    vllm = table.filter(pl.col("round") == "vLLM 0.19 blog")
+    assert vllm.height == 4 and vllm["within_target"].all()
 
 
 @settings(max_examples=60, deadline=None)
