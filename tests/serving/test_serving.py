@@ -1,5 +1,6 @@
 """Serving model: hand-worked rooflines, properties, CLI, and accuracy against published results."""
 
+import datetime as dt
 import json
 import math
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from workbook import serving
 from workbook.model import serving as sv
-from workbook.serving import options, published, replica, validation
+from workbook.serving import calibration, options, published, replica, validation
 from workbook.serving.calibration import calibrate
 from workbook.training.scenario import ModelSpec
 
@@ -269,11 +270,11 @@ def test_validation_on_newest_fp8_bf16_results_held_out(validated):
 def test_the_generic_nvidia_stack_is_calibrated_on_todays_vllm(eff, validated):
     # vLLM 0.9.2 on H100 TP2 and H200 TP1 (MLPerf v5.1, Krai's open-division Llama 3.1 70B FP8): the newest round of
     # the stack's throughput results, so its compute efficiency comes from them, each result held out of its own
-    # prediction; its fixed step cost comes from its newest batch-1 results, vLLM 0.19 (April 2026: 44 us a layer,
-    # where its 2024 CI gave 81). Measured when written: offline and Server 0.95x-1.09x; H100 Interactive 1.49x (1.31x
-    # with the 2024 fixed cost): under the 40 ms per-token limit the step is mostly that fixed cost, and the run used
-    # vLLM 0.9.2 behind its HTTP server, heavier than 0.19. From the stack's 2024 calibration (vLLM on 4 L40S, MLPerf
-    # v4.1) they were 0.57x-0.69x.
+    # prediction. The product's fixed step cost comes from the stack's newest batch-1 results, vLLM 0.19 (April 2026:
+    # 44 us a layer); each held-out result is predicted with the software of its own time, so these September 2025
+    # runs with the 2024 CI's 81 us. Measured when written: offline and Server 0.96x-1.08x; H100 Interactive 1.31x
+    # (1.49x with 0.19's cost: under the 40 ms per-token limit the step is mostly that fixed cost). From the stack's
+    # 2024 calibration (vLLM on 4 L40S, MLPerf v4.1) they were 0.57x-0.69x.
     assert eff.stacks.filter(pl.col("stack") == "vllm-cuda")["round"].item() == "MLPerf v5.1"
     vllm = validated.filter(
         (pl.col("stack") == "vllm-cuda") & (pl.col("round") == "MLPerf v5.1") & (pl.col("measure") == "tokens_per_s")
@@ -281,7 +282,26 @@ def test_the_generic_nvidia_stack_is_calibrated_on_todays_vllm(eff, validated):
     interactive = pl.col("tpot_limit_ms").lt(100).fill_null(False)  # MLPerf's Interactive limits: 40 ms a token
     assert vllm.height == 5 and vllm.filter(interactive).height == 1
     assert (vllm.filter(~interactive)["abs_error"] <= math.log(1.2)).all()
-    assert (vllm.filter(interactive)["abs_error"] <= math.log(1.5)).all()
+    assert (vllm.filter(interactive)["abs_error"] <= math.log(1.4)).all()
+    newest = eff.layer_overhead_by_stack["vllm-cuda"]
+    assert (vllm["layer_overhead_s"] > 1.5 * newest).all()  # 2024's vLLM, not 2026's
+
+
+def test_each_result_is_predicted_with_the_batch_1_results_of_its_time():
+    points = pl.DataFrame(
+        {
+            "stack": ["vllm-cuda", "vllm-cuda", "trtllm"],
+            "published": [dt.date(2024, 1, 1), dt.date(2026, 1, 1), dt.date(2025, 6, 1)],
+            "layer_overhead_s": [80e-6, 40e-6, 60e-6],
+        }
+    )
+    then = calibration.published_by(points, dt.date(2025, 1, 1))
+    # vLLM's 2024 result, not its 2026 one; TensorRT-LLM has none by then: its earliest, the nearest generation
+    assert then.sort("stack")["layer_overhead_s"].to_list() == [60e-6, 80e-6]
+    assert calibration.published_by(points, dt.date(2026, 2, 1)).height == 3
+    _, by_stack, _ = calibration.overhead_by_stack(then.with_columns(round=pl.lit("r")))
+    assert by_stack["vllm-cuda"] == pytest.approx(80e-6)
+    assert by_stack["vllm-rocm"] == pytest.approx(70e-6)  # none of its own: the median of the others' of then
 
 
 def test_nvl72_results_are_predicted_from_other_systems(validated):
@@ -334,15 +354,12 @@ def test_published_disaggregated_results_on_their_own_pools(cat, validated):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="two results past 1.4x: Krai's stock vLLM 0.9.2 on H100 within MLPerf v5.1's Interactive limits at 1.49x "
-    "(over: the stack's fixed step cost now comes from vLLM 0.19, lighter than the release the run used), and one "
-    "H200 on Llama 2 70B within the same limits at 0.68x (1.46x): the model's fixed step (21.5 ms: weights at 90% of "
-    "4.8 TB/s and TensorRT-LLM's 5.3 ms) against ~14-16 ms that the run's Interactive and Server results imply",
+    reason="one H200 on Llama 2 70B within MLPerf v5.1's Interactive limits at 0.68x (1.46x): the model's fixed step "
+    "(21.5 ms: weights at 90% of 4.8 TB/s and TensorRT-LLM's 5.3 ms) against ~14-16 ms that the run's Interactive and "
+    "Server results imply",
 )
 def test_no_newest_result_is_off_by_more_than_the_target(validated):
-    # Measured when written: worst 1.49x, Krai's vLLM 0.9.2 on H100 TP2 under the Interactive limits (1.31x while
-    # vLLM's fixed step cost came from its 2024 CI, 81 us a layer; now from vLLM 0.19, 44 us); then 1.46x, one H200 on
-    # Llama 2 70B within MLPerf v5.1's Interactive limits (0.68x): its
+    # Measured when written: worst 1.46x, one H200 on Llama 2 70B within MLPerf v5.1's Interactive limits (0.68x): its
     # 99th-percentile time per output token is the limit that binds, and with the load curve checked against the
     # engine's simulation it sits further above the mean (1.13x, as simulated; the run's own 1.07x). It was 1.43x
     # (0.70x) before each step's fixed cost was charged per layer: it is predicted from MLPerf v5.0's H100 and H200
@@ -360,8 +377,10 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     latency = validation.server_latency(validated)
     assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
     assert set(latency["statistic"]) == {"mean", "p99"}  # every published statistic is compared like with like
-    # Measured when written, with each step's fixed cost charged per layer: 131 of 188 within 30% (v6.0 28 of 44;
-    # Llama 2 70B Interactive 33 of 36, Server 43 of 64; Llama 3.1 405B 31 of 40, 28 before), 134 at 1% less traffic.
+    # Measured when written, with each step's fixed cost charged per layer and vLLM on ROCm's own (64 us a layer, from
+    # ROCm's vLLM 0.9.1 docs): 130 of 188 within 30% (v6.0 28 of 44; Llama 2 70B Interactive 33 of 36, Server 42 of 64;
+    # Llama 3.1 405B 31 of 40, 28 before), 134 at 1% less traffic. With the other stacks' median (58 us) for vLLM on
+    # ROCm, 131 (Server 43): MI355X's mean TPOT under v6.0's Server limits went from 1.294x to 1.300x.
     # With the fixed cost per step and the load curve checked against the engine's simulation: 129 of 188 (Server 44),
     # 132 at 1% less traffic. Before that check: 124
     # (v6.0 23; Interactive 32, Server 45), 128 (123 and 132 before each stack's fixed step cost was fitted apart from
@@ -384,8 +403,8 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     interactive = latency.filter((pl.col("tpot_limit_ms") == 40) & pl.col("run_id").str.contains("llama2"))
     assert interactive.height == 36 and interactive["within_target"].sum() >= 33
     server = latency.filter((pl.col("tpot_limit_ms") == 200) & pl.col("run_id").str.contains("llama2"))
-    assert server.height == 64 and server["within_target"].sum() >= 43
-    assert latency["within_target"].sum() >= 131
+    assert server.height == 64 and server["within_target"].sum() >= 42
+    assert latency["within_target"].sum() >= 130
     near = latency["error_near_max"].abs() <= validation.TARGET_LATENCY
     assert near.sum() >= 134
     edge = latency.filter((pl.col("statistic") == "p99") & (pl.col("measure") == "ttft_ms"))
@@ -425,6 +444,25 @@ def test_latency_at_a_known_client_concurrency(cat, validated):
     # 1.08x (FP8), TTFT 1.12x and 0.98x; with vLLM's 2024 fixed step cost (81 us a layer) the ITL was 1.29x and 1.17x.
     vllm = table.filter(pl.col("round") == "vLLM 0.19 blog")
     assert vllm.height == 4 and vllm["within_target"].all()
+
+
+def test_vllm_on_rocm_has_its_own_fixed_step_cost_and_a_held_out_batch_sweep(cat, eff, validated):
+    # ROCm/vllm's docs (July 2025, vLLM 0.9.1 on 8 MI300X at TP8, Llama 3.1 70B and 405B FP8, 128-token prompts,
+    # 2,048-token answers, benchmark_latency): the batch-1 rows give vLLM on ROCm a fixed step cost of its own (58 and
+    # 70 us a layer, 64 used; it took the other stacks' median, 58, before); the batches of 8, 32 and 128 are held
+    # out. Measured when written: 70B 0.97x, 0.89x, 0.73x; 405B 0.93x, 0.89x, 0.89x. The real step grows faster with
+    # the batch than the model's (about 50 us more a sequence on 70B, 26 on 405B: not the all-reduces, which would
+    # grow with 405B's width), so the model is optimistic for AMD at TP8 under load.
+    rocm = eff.stacks.filter(pl.col("stack") == "vllm-rocm")
+    assert rocm["overhead_basis"].item().startswith("from batch-1 latencies of ROCm vLLM 0.9.1 docs")
+    table = validation.concurrency_latency(validated, cat.inference_runs).filter(
+        pl.col("round") == "ROCm vLLM 0.9.1 docs"
+    )
+    assert table.height == 6
+    for _, sweep in table.sort("clients").group_by("model"):
+        assert sweep["predicted_value"].is_sorted() and sweep["published_value"].is_sorted()
+        ratio = sweep["predicted_value"] / sweep["published_value"]
+        assert ((ratio <= 1.0) & (ratio >= 1 / 1.4)).all()
 
 
 @settings(max_examples=60, deadline=None)

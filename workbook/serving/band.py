@@ -71,7 +71,7 @@ def throughput_band(cat: Catalog) -> ThroughputBand:
         & pl.col("stack").is_in(list(STACK_NAMES))
     )
     newest = rows.filter(pl.col("published") == pl.col("published").max().over("stack", "accelerator_id"))
-    errors = validate(dataclasses.replace(cat, inference_runs=newest), calibrate(cat))
+    errors = validate(cat, calibrate(cat), newest)
     return ThroughputBand(
         errors=errors.filter(pl.col("error").is_not_null()).select("run_id", "stack", "accelerator_id", "error")
     )

@@ -8,9 +8,11 @@
   chips) and less its weight and KV-cache reads at the HBM streaming efficiency ``eta_bw`` of the stack's vendor
   (:data:`workbook.model.serving.HBM_STREAM_EFFICIENCY`: BabelStream, NVIDIA 0.9, AMD 0.78), over the model's
   layers; the median over the stack's **newest** batch-1 results, as for the compute efficiency (a stack with none
-  uses the median of the others' newest, and says so). TensorRT-LLM 67 us a layer (NIM 1.8, Llama 3.3 70B on two
+  uses the median of the others' newest, and says so; the held-out validation takes those of each result's time:
+  :func:`published_by`). TensorRT-LLM 67 us a layer (NIM 1.8, Llama 3.3 70B on two
   H100s: 5.3 ms a step of 80 layers); vLLM 44 us (vLLM 0.19's blog, April 2026, Llama 3.1 8B at concurrency 1: 35 us
-  on an H100, 53 on a B200; its 2024 CI, 70B on four H200s, gave 81). Per
+  on an H100, 53 on a B200; its 2024 CI, 70B on four H200s, gave 81); vLLM on ROCm 64 us (ROCm/vllm's docs, July 2025,
+  vLLM 0.9.1 on eight MI300X at TP8: 58 on Llama 3.1 70B, 70 on 405B; it took the other stacks' median before). Per
   layer, not per step: one H200's batch-1 requests through TensorRT-LLM 0.15 (TensorRT Model Optimizer's benchmark,
   held out) take 4.1 ms an output token on Llama 3.1 8B (32 layers) and 23 ms on 70B (80 layers); with 5.3 ms a
   step whatever the model, the 8B request would take 7.4 ms (1.8x), with 67 us a layer it takes 4.2. A small
@@ -351,6 +353,14 @@ def overhead_by_stack(points: pl.DataFrame) -> tuple[float, dict[str, float], di
             else f"the median of the other stacks' newest {newest.height} batch-1 latencies (none of its own)"
         )
     return overall, values, basis
+
+
+def published_by(points: pl.DataFrame, date) -> pl.DataFrame:
+    """The ``points`` a result published on ``date`` is predicted with: each stack's published no later than
+    ``date`` (the software of its time), or, for a stack with none by then, its earliest (the nearest generation)."""
+    by_then = pl.col("published") <= date
+    earliest = pl.col("published") == pl.col("published").min().over("stack")
+    return points.filter(pl.when(by_then.any().over("stack")).then(by_then).otherwise(earliest))
 
 
 def newest_round(points: pl.DataFrame) -> pl.DataFrame:

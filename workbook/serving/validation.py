@@ -4,7 +4,13 @@ For every throughput row and every mean TTFT / TPOT at a published load (``data/
 stack's compute efficiency is re-fitted leaving out every result of the same system (same stack, accelerator
 and round: its offline, server and latency rows), from the other systems of the same round (the same software
 generation), else from the stack's newest remaining round; a stack left with no result falls back to the
-median of the other stacks (``basis`` says which). The mixture-of-experts factor is re-fitted the same way.
+median of the other stacks (``basis`` says which). The mixture-of-experts factor is re-fitted the same way. Each
+result is predicted with the software of its time: each stack's fixed step cost from its batch-1 results published by
+then (its earliest where it has none by then: :func:`workbook.serving.calibration.published_by`), and the compute
+efficiencies re-fitted with those costs (``layer_overhead_s`` per row). The product uses the newest; a result from
+before a stack's newest batch-1 results would otherwise be charged a lighter release's cost than the one it ran (Krai's
+vLLM 0.9.2 runs of September 2025: vLLM's 2024 CI, 81 us a layer, not vLLM 0.19's 44 us of April 2026; within MLPerf's
+Interactive limits 1.31x, 1.49x with 0.19's).
 This is the honest error: a result is never predicted from itself. ``by_round`` shows it per round, so
 software drift is visible. Two exceptions, stated: the all-reduce efficiency is fitted on the H100 TP2 / H200 TP1
 pairs (MLPerf v4.1, v5.1) and each vendor's FP4 factor on one offline result (NVIDIA: MLPerf v5.0's B200; AMD: MLPerf
@@ -30,8 +36,8 @@ error on the system into a several-fold latency error
 (H100 v4.1 Llama 2 70B: published load 0.77 of the model's capacity, TPOT 79 ms predicted vs 155 ms published).
 Under tight limits the latencies are set by the limits, and the throughput row is the test: the load the model
 reaches within them. Measured with the formulas checked against the engine's simulation (:func:`against_simulation`)
-and each step's fixed cost charged per layer: 131 of the 188 MLPerf rows within 30% at the edge (v6.0 28 of 44), 134
-at 1% less traffic (129 and 132 with one fixed cost a step).
+and each step's fixed cost charged per layer: 130 of the 188 MLPerf rows within 30% at the edge (v6.0 28 of 44), 134
+at 1% less traffic (129 and 132 with one fixed cost a step; 131 while vLLM on ROCm took the other stacks' fixed cost).
 """
 
 from __future__ import annotations
@@ -44,7 +50,16 @@ import polars as pl
 from workbook.catalog import Catalog
 from workbook.model import serving as sv
 from workbook.serving import published, replica, simulation
-from workbook.serving.calibration import STACK_NAMES, ServingEfficiency, calibrate, moe_factor, newest_round
+from workbook.serving.calibration import (
+    STACK_NAMES,
+    ServingEfficiency,
+    calibrate,
+    compute_points,
+    moe_factor,
+    newest_round,
+    overhead_by_stack,
+    published_by,
+)
 
 MEASURES = ("tokens_per_s", "ttft_ms", "tpot_ms", "request_ms_per_token")
 TARGET_THROUGHPUT_MEDIAN = 0.15  # median |ln(pred/published)| on the newest rounds (issue 14)
@@ -69,19 +84,36 @@ def _held_out_compute(points: pl.DataFrame, run: dict) -> tuple[float, str]:
     return fallback["eta_c"].median(), "no other result of this stack: median of the other stacks' newest rounds"
 
 
-def validate(cat: Catalog, efficiency: ServingEfficiency | None = None) -> pl.DataFrame:
-    """One row per published result: predicted vs published, |ln error|, and the basis of the prediction."""
+def _generation(cat: Catalog, eff: ServingEfficiency, eta_bw: dict, date, fitted: dict):
+    """(factors, calibration points) of the software published by ``date``: each stack's step overhead from its
+    batch-1 results of then (:func:`workbook.serving.calibration.published_by`), and every offline result's compute
+    efficiency re-fitted with them; ``fitted`` caches them per set of overheads."""
+    overheads = eff.points.filter(pl.col("kind") == "step-overhead")
+    overall, by_stack, _ = overhead_by_stack(published_by(overheads, date))
+    factors = dataclasses.replace(
+        eff.factors(), layer_overhead_s=overall, layer_overhead_by_stack=tuple(by_stack.items())
+    )
+    if factors not in fitted:
+        refit = pl.concat([overheads, compute_points(cat, eta_bw, factors)], how="diagonal")
+        fitted[factors] = eff.points if factors == eff.factors() else refit
+    return factors, fitted[factors]
+
+
+def validate(
+    cat: Catalog, efficiency: ServingEfficiency | None = None, runs: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """One row per published result (``runs``, default all of ``cat``'s): predicted vs published, |ln error|, and the
+    basis of the prediction."""
     eff = efficiency or calibrate(cat)
     eta_bw = dict(zip(eff.stacks["stack"], eff.stacks["eta_bw"], strict=True))
-    runs = cat.inference_runs.filter(
+    runs = (cat.inference_runs if runs is None else runs).filter(
         pl.col("measure").is_in(MEASURES) & ~((pl.col("scenario") == "latency") & (pl.col("role") == "calibrate"))
     )
-    rows = []
+    rows, fitted = [], {eff.factors(): eff.points}
     for run in runs.iter_rows(named=True):
-        eta_c, basis = _held_out_compute(eff.points, run)
-        factors = dataclasses.replace(
-            eff.factors(), moe=moe_factor(eff.points.filter(pl.col("system") != _system(run)))
-        )
+        generation, points = _generation(cat, eff, eta_bw, run["published"], fitted)
+        eta_c, basis = _held_out_compute(points, run)
+        factors = dataclasses.replace(generation, moe=moe_factor(points.filter(pl.col("system") != _system(run))))
         bw = eta_bw.get(run["stack"], sv.HBM_STREAM_DEFAULT)
         detail = published.predict_detail(cat.accelerators, run, bw, eta_c, factors)
         rows.append(
@@ -103,6 +135,7 @@ def validate(cat: Catalog, efficiency: ServingEfficiency | None = None) -> pl.Da
                 "predicted_value": detail["value"],
                 "eta_c": eta_c,
                 "basis": basis,
+                "layer_overhead_s": dict(factors.layer_overhead_by_stack).get(run["stack"], factors.layer_overhead_s),
                 "max_load_fraction": detail["max_load_fraction"],
                 "published_load_fraction": detail["published_load_fraction"],
                 "published_load_above_max": detail.get("published_load_above_max"),
