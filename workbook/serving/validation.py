@@ -84,19 +84,26 @@ def _held_out_compute(points: pl.DataFrame, run: dict) -> tuple[float, str]:
     return fallback["eta_c"].median(), "no other result of this stack: median of the other stacks' newest rounds"
 
 
-def _generation(cat: Catalog, eff: ServingEfficiency, eta_bw: dict, date, fitted: dict):
-    """(factors, calibration points) of the software published by ``date``: each stack's step overhead from its
-    batch-1 results of then (:func:`workbook.serving.calibration.published_by`), and every offline result's compute
-    efficiency re-fitted with them; ``fitted`` caches them per set of overheads."""
+def _generation(cat: Catalog, eff: ServingEfficiency, eta_bw: dict, run: dict, fitted: dict):
+    """(factors, calibration points) for ``run``, with the software of its date: its stack's step overhead from the
+    batch-1 results published by then (:func:`workbook.serving.calibration.published_by`) and, where that differs
+    from the newest, every offline result's compute efficiency re-fitted with it (``fitted`` caches them per stack and
+    overhead). Only the run's own stack's overhead enters its prediction and that stack's fitted efficiencies."""
     overheads = eff.points.filter(pl.col("kind") == "step-overhead")
-    overall, by_stack, _ = overhead_by_stack(published_by(overheads, date))
+    overall, then, _ = overhead_by_stack(published_by(overheads, run["published"]))
+    newest = dict(eff.layer_overhead_by_stack)
+    stack = run["stack"]
+    own, current = then.get(stack, overall), newest.get(stack, eff.layer_overhead_s)
+    if own == current:
+        return eff.factors(), eff.points
     factors = dataclasses.replace(
-        eff.factors(), layer_overhead_s=overall, layer_overhead_by_stack=tuple(by_stack.items())
+        eff.factors(),
+        layer_overhead_s=eff.layer_overhead_s if stack in newest else own,
+        layer_overhead_by_stack=tuple({**newest, stack: own}.items()) if stack in newest else tuple(newest.items()),
     )
-    if factors not in fitted:
-        refit = pl.concat([overheads, compute_points(cat, eta_bw, factors)], how="diagonal")
-        fitted[factors] = eff.points if factors == eff.factors() else refit
-    return factors, fitted[factors]
+    if (stack, own) not in fitted:
+        fitted[stack, own] = pl.concat([overheads, compute_points(cat, eta_bw, factors)], how="diagonal")
+    return factors, fitted[stack, own]
 
 
 def validate(
@@ -109,9 +116,9 @@ def validate(
     runs = (cat.inference_runs if runs is None else runs).filter(
         pl.col("measure").is_in(MEASURES) & ~((pl.col("scenario") == "latency") & (pl.col("role") == "calibrate"))
     )
-    rows, fitted = [], {eff.factors(): eff.points}
+    rows, fitted = [], {}
     for run in runs.iter_rows(named=True):
-        generation, points = _generation(cat, eff, eta_bw, run["published"], fitted)
+        generation, points = _generation(cat, eff, eta_bw, run, fitted)
         eta_c, basis = _held_out_compute(points, run)
         factors = dataclasses.replace(generation, moe=moe_factor(points.filter(pl.col("system") != _system(run))))
         bw = eta_bw.get(run["stack"], sv.HBM_STREAM_DEFAULT)
