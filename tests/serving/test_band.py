@@ -38,7 +38,7 @@ def test_a_chip_or_stack_with_no_result_takes_the_next_wider_range_and_says_so(b
     options = pl.DataFrame({"stack": ["trtllm", "trtllm", "neuron"], "accelerator_id": ["h200", "l4", "trainium2"]})
     ranges = {o["accelerator_id"]: o for o in band.for_options(options).iter_rows(named=True)}
     assert ranges["h200"]["model_error_scope"] == "chip"
-    stack = band.errors.filter(pl.col("stack") == "trtllm")
+    stack = band.errors.filter((pl.col("stack") == "trtllm") & ~pl.col("disaggregated"))  # shared replicas' results
     assert ranges["l4"]["model_error_scope"] == "stack" and ranges["l4"]["model_error_results"] == stack.height
     assert ranges["l4"]["model_error_low"] == pytest.approx(min(stack["error"].min(), 0.0))
     assert ranges["trainium2"]["model_error_scope"] == "all"
@@ -86,3 +86,21 @@ def test_the_range_never_reads_one_to_one():
     }
     assert recommend.range_line({**o, "chips": 1}).endswith("predicts for them: about 1 chip either way.")
     assert recommend.range_line({**o, "chips": 6}).endswith("predicts for them: about 3 to 9 chips may be needed.")
+
+
+def test_shared_replicas_and_separate_pools_take_the_errors_of_their_own_kind(band):
+    # MLPerf v6.0's NVL72 Server and Interactive results ran separate prefill and decode pools (their errors test the
+    # pools' formulas: Llama 3.1 405B's prefill pool is the known gap, 0.51x on GB300). Measured when written: a shared
+    # TensorRT-LLM replica on a chip with no result of its own spanned 0.69x-1.96x published / predicted with every
+    # result, 0.69x-1.46x with the 16 shared ones; a split option takes the 8 pool results (0.91x-1.96x).
+    errors = band.errors.filter(pl.col("stack") == "trtllm")
+    assert errors["disaggregated"].any() and not errors["disaggregated"].all()
+    options = pl.DataFrame(
+        {"stack": ["trtllm", "trtllm"], "accelerator_id": ["gh200", "gh200"], "disaggregated": [False, True]}
+    )
+    for o in band.for_options(options).iter_rows(named=True):
+        kind = errors.filter(pl.col("disaggregated") == o["disaggregated"])
+        assert o["model_error_scope"] == "stack" and o["model_error_results"] == kind.height
+        assert o["model_error_low"] == pytest.approx(min(kind["error"].min(), 0.0))
+        assert o["model_error_high"] == pytest.approx(max(kind["error"].max(), 0.0))
+    assert band.for_options(options.drop("disaggregated"))["disaggregated"].to_list() == [False]  # absent: shared

@@ -183,7 +183,7 @@ def test_a_token_budget_caps_offline_throughput(setup):
     budget = 1024
     sched = replica.Scheduler(max_tokens_per_step=budget)
     free, tight = (
-        replica.limits(replica.load_curve(reps, s, engine)).row(0, named=True)
+        replica.refined_limits(reps, s, engine, replica.limits(replica.load_curve(reps, s, engine))).row(0, named=True)
         for engine in (replica.Scheduler(), sched)
     )
     assert tight["max_load_fraction"] < free["max_load_fraction"]
@@ -191,7 +191,8 @@ def test_a_token_budget_caps_offline_throughput(setup):
     row = _at((reps, s), tight["max_load_fraction"], sched)
     step_s = row["tpot_mean_ms"] / 1000
     tokens_per_step = row["requests_per_s_per_replica"] * step_s * s.prompt_tokens + row["sequences"]
-    assert budget * 0.95 < tokens_per_step < budget  # the most the budget carries, to the load grid's 1%
+    # the most the budget carries, to the refined load's step (near the budget a step's tokens climb steeply with load)
+    assert budget * 0.95 < tokens_per_step < budget
 
 
 def test_the_highest_load_within_the_limits_is_refined_between_grid_loads(setup, cat):

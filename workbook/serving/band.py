@@ -7,7 +7,9 @@ result of its own system (:func:`workbook.serving.validation.validate`); for eac
 it ran in with the stack (the software a buyer would run on it today). ``low`` / ``high`` are the lowest and
 highest ln(predicted / published), widened to include 0 so that the model's own answer lies inside: of the
 option's chip with its stack where it has such results, else of the stack on other chips, else of every result
-(``model_error_scope`` says which: chip, stack, all).
+(``model_error_scope`` says which: chip, stack, all). Results served from separate prefill and decode pools
+(``prefill_chips`` published) test the pools' formulas, not a shared replica's, so each kind of option takes the errors
+of its own kind (``disaggregated``) at the chip and stack levels; every result at the last.
 
 A replica count follows the throughput, so the chips, and the cost at the user's traffic, scale as
 published / predicted: the cost's range is ``cost x exp(low)`` to ``cost x exp(high)`` (whole replicas aside).
@@ -31,25 +33,29 @@ BAND_COLUMNS = ["model_error_low", "model_error_high", "model_error_results", "m
 class ThroughputBand:
     """``errors``: each held-out result's stack, accelerator and ln(predicted / published) (column ``error``)."""
 
-    errors: pl.DataFrame  # run_id, stack, accelerator_id, error
+    errors: pl.DataFrame  # run_id, stack, accelerator_id, disaggregated, error
 
     def for_options(self, options: pl.DataFrame) -> pl.DataFrame:
-        """``options`` (``stack``, ``accelerator_id``) with :data:`BAND_COLUMNS`: the range of the chip's own
-        results with its stack, else of the stack's, else of every result."""
-        chip = _range(self.errors, ["stack", "accelerator_id"], "chip")
-        stack = _range(self.errors, ["stack"], "stack")
+        """``options`` (``stack``, ``accelerator_id``, ``disaggregated``: False where absent) with
+        :data:`BAND_COLUMNS`: the range of the chip's own results of the option's kind with its stack, else of the
+        stack's of that kind, else of every result."""
+        kind = ["disaggregated"]
+        chip = _range(self.errors, ["stack", "accelerator_id", *kind], "chip")
+        stack = _range(self.errors, ["stack", *kind], "stack")
         pooled = _range(self.errors.with_columns(_all=pl.lit(0)), ["_all"], "all").drop("_all")
-        keys = options.select("stack", "accelerator_id").unique()
+        if "disaggregated" not in options.columns:
+            options = options.with_columns(disaggregated=pl.lit(False))
+        keys = options.select("stack", "accelerator_id", *kind).unique()
         levels = [
-            keys.join(chip, on=["stack", "accelerator_id"], how="inner"),
-            keys.join(stack, on="stack", how="inner"),
+            keys.join(chip, on=["stack", "accelerator_id", *kind], how="inner"),
+            keys.join(stack, on=["stack", *kind], how="inner"),
             keys.join(pooled, how="cross"),
         ]
         # The most specific level of each option: the first one that has it.
         return (
             pl.concat(levels, how="vertical_relaxed")
-            .unique(["stack", "accelerator_id"], keep="first", maintain_order=True)
-            .select("stack", "accelerator_id", *BAND_COLUMNS)
+            .unique(["stack", "accelerator_id", *kind], keep="first", maintain_order=True)
+            .select("stack", "accelerator_id", *kind, *BAND_COLUMNS)
         )
 
 
@@ -71,7 +77,11 @@ def throughput_band(cat: Catalog) -> ThroughputBand:
         & pl.col("stack").is_in(list(STACK_NAMES))
     )
     newest = rows.filter(pl.col("published") == pl.col("published").max().over("stack", "accelerator_id"))
-    errors = validate(cat, calibrate(cat), newest)
+    errors = validate(cat, calibrate(cat), newest).join(
+        newest.select("run_id", disaggregated=pl.col("prefill_chips").is_not_null()), on="run_id"
+    )
     return ThroughputBand(
-        errors=errors.filter(pl.col("error").is_not_null()).select("run_id", "stack", "accelerator_id", "error")
+        errors=errors.filter(pl.col("error").is_not_null()).select(
+            "run_id", "stack", "accelerator_id", "disaggregated", "error"
+        )
     )

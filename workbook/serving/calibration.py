@@ -1,24 +1,25 @@
 """Serving efficiencies per software stack, fitted on that stack's published results
 (``data/inference_runs.csv``, role ``calibrate``) with the same formulas the prediction uses.
 
-* Step overhead, per layer ``layer_overhead_s``: the fixed seconds every step costs besides its reads and FLOPs
-  (host scheduling, sampling, and the launches and gaps of the step's kernels, a dozen or so per layer:
+* Step overhead, per layer ``layer_overhead_s``: the fixed seconds every step costs besides its reads and FLOPs (host
+  scheduling, sampling, and the launches and gaps of the step's kernels, a dozen or so per layer:
   :func:`workbook.serving.replica.step_overhead`), from the stack's batch-1 decode steps: the published step less its
   all-reduces' latency (:func:`workbook.model.serving.allreduce_latency_seconds_per_step`, on a GPU replica of several
   chips) and less its weight and KV-cache reads at the HBM streaming efficiency ``eta_bw`` of the stack's vendor
-  (:data:`workbook.model.serving.HBM_STREAM_EFFICIENCY`: BabelStream, NVIDIA 0.9, AMD 0.78), over the model's
-  layers; the median over the stack's **newest** batch-1 results, as for the compute efficiency (a stack with none
-  uses the median of the others' newest, and says so; the held-out validation takes those of each result's time:
-  :func:`published_by`). TensorRT-LLM 67 us a layer (NIM 1.8, Llama 3.3 70B on two
-  H100s: 5.3 ms a step of 80 layers); vLLM 44 us (vLLM 0.19's blog, April 2026, Llama 3.1 8B at concurrency 1: 35 us
-  on an H100, 53 on a B200; its 2024 CI, 70B on four H200s, gave 81); vLLM on ROCm 64 us (ROCm/vllm's docs, July 2025,
-  vLLM 0.9.1 on eight MI300X at TP8: 58 on Llama 3.1 70B, 70 on 405B; it took the other stacks' median before). Per
-  layer, not per step: one H200's batch-1 requests through TensorRT-LLM 0.15 (TensorRT Model Optimizer's benchmark,
-  held out) take 4.1 ms an output token on Llama 3.1 8B (32 layers) and 23 ms on 70B (80 layers); with 5.3 ms a
-  step whatever the model, the 8B request would take 7.4 ms (1.8x), with 67 us a layer it takes 4.2. A small
-  model's step is mostly this overhead, a large one's mostly its reads. (Fitted whole, as one HBM efficiency, a
-  batch-1 step gave 0.62 of the bandwidth: a one-GPU 70B replica then read its weights in 23 ms a step, where the
-  measured streaming rate and the overhead give 21 ms.)
+  (:data:`workbook.model.serving.HBM_STREAM_EFFICIENCY`: BabelStream, NVIDIA 0.9, AMD 0.78), over the model's layers;
+  the median over the stack's **newest** batch-1 results, as for the compute efficiency (a stack with none uses the
+  median of the others' newest, and says so; the held-out validation takes those of each result's time:
+  :func:`published_by`). TensorRT-LLM 35 us a layer (its PyTorch backend of May 2026, Llama 3.1 8B FP8 on two B200s at
+  concurrency 1: 2.34 ms a token, pull request #14622's baseline; the held-out results before it take NIM 1.8's 67 us,
+  Llama 3.3 70B on two H100s in May 2025: 5.3 ms a step of 80 layers); vLLM 44 us (vLLM 0.19's blog, April 2026, Llama
+  3.1 8B at concurrency 1: 35 us on an H100, 53 on a B200; its 2024 CI, 70B on four H200s, gave 81); vLLM on ROCm 64
+  us (ROCm/vllm's docs, July 2025, vLLM 0.9.1 on eight MI300X at TP8: 58 on Llama 3.1 70B, 70 on 405B; it took the
+  other stacks' median before). Per layer, not per step: one H200's batch-1 requests through TensorRT-LLM 0.15
+  (TensorRT Model Optimizer's benchmark, held out) take 4.1 ms an output token on Llama 3.1 8B (32 layers) and 23 ms
+  on 70B (80 layers); with 5.3 ms a step whatever the model, the 8B request would take 7.4 ms (1.8x), with NIM's 67 us
+  a layer it takes 4.2. A small model's step is mostly this overhead, a large one's mostly its reads. (Fitted whole,
+  as one HBM efficiency, a batch-1 step gave 0.62 of the bandwidth: a one-GPU 70B replica then read its weights in 23
+  ms a step, where the measured streaming rate and the overhead give 21 ms.)
 * Compute efficiency ``eta_c``: the efficiency at which the model reproduces each dense offline throughput
   result (bisection, :func:`workbook.serving.published.fit_compute_efficiency`); the stack's value is the
   median over its **newest round** (software moves fast: TensorRT-LLM gained 28% on the same H100s from
@@ -27,8 +28,8 @@
   tensor-parallel all-reduce of a decode step's tokens reaches, beside its latency in every step (a long prompt's
   tokens travel at the link's speed: :mod:`workbook.model.serving`). Fitted where one round of a stack holds
   systems that differ only in their tensor-parallel degree on the same chip die (H100 TP2 and H200 TP1, both GH100:
-  TensorRT-LLM in MLPerf v4.1, 0.42; vLLM 0.9.2 in MLPerf v5.1, Krai's open-division Llama 3.1 70B, 0.36): the
-  efficiency at which they fit the same compute efficiency (:func:`allreduce_efficiency`: the upper median, 0.42),
+  TensorRT-LLM in MLPerf v4.1, 0.41; vLLM 0.9.2 in MLPerf v5.1, Krai's open-division Llama 3.1 70B, 0.33): the
+  efficiency at which they fit the same compute efficiency (:func:`allreduce_efficiency`: the upper median, 0.41),
   where NCCL's all-reduce of a few MB on Hopper reaches 0.3-0.5 of the link (vLLM PR #42324). Nominal (1.0) where no
   such pair exists. NVIDIA's TensorRT-LLM throughput tables at TP 1/2/4/8
   are the held-out test of it.

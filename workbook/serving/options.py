@@ -327,7 +327,7 @@ def evaluate_serving(
     high = pl.col("chips") * pl.col("usd_per_chip_hour_high") * pl.col("model_error_high").exp()
     frame = (
         frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left")
-        .join(throughput_band(cat).for_options(frame), on=["stack", "accelerator_id"], how="left")
+        .join(throughput_band(cat).for_options(frame), on=["stack", "accelerator_id", "disaggregated"], how="left")
         .with_columns(
             usd_per_hour=pl.col("chips") * pl.col("usd_per_chip_hour"),
             usd_per_month=pl.col("chips") * pl.col("usd_per_chip_hour") * HOURS_PER_MONTH,
