@@ -272,7 +272,7 @@ def test_the_generic_nvidia_stack_is_calibrated_on_todays_vllm(eff, validated):
     # the stack's throughput results, so its compute efficiency comes from them, each result held out of its own
     # prediction. The product's fixed step cost comes from the stack's newest batch-1 results, vLLM 0.19 (April 2026:
     # 44 us a layer); each held-out result is predicted with the software of its own time, so these September 2025
-    # runs with the 2024 CI's 81 us. Measured when written: offline and Server 0.96x-1.08x; H100 Interactive 1.31x
+    # runs with the 2024 CI's 81 us. Measured when written: offline and Server 0.97x-1.09x; H100 Interactive 1.30x
     # (1.49x with 0.19's cost: under the 40 ms per-token limit the step is mostly that fixed cost). From the stack's
     # 2024 calibration (vLLM on 4 L40S, MLPerf v4.1) they were 0.57x-0.69x.
     assert eff.stacks.filter(pl.col("stack") == "vllm-cuda")["round"].item() == "MLPerf v5.1"
@@ -456,7 +456,7 @@ def test_vllm_on_rocm_has_its_own_fixed_step_cost_and_a_held_out_batch_sweep(cat
     # ROCm/vllm's docs (July 2025, vLLM 0.9.1 on 8 MI300X at TP8, Llama 3.1 70B and 405B FP8, 128-token prompts,
     # 2,048-token answers, benchmark_latency): the batch-1 rows give vLLM on ROCm a fixed step cost of its own (58 and
     # 70 us a layer, 64 used; it took the other stacks' median, 58, before); the batches of 8, 32 and 128 are held
-    # out. Measured when written: 70B 0.97x, 0.89x, 0.73x; 405B 0.93x, 0.89x, 0.89x. The real step grows faster with
+    # out. Measured when written: 70B 0.97x, 0.89x, 0.74x; 405B 0.93x, 0.89x, 0.90x. The real step grows faster with
     # the batch than the model's (about 50 us more a sequence on 70B, 26 on 405B: not the all-reduces, which would
     # grow with 405B's width), so the model is optimistic for AMD at TP8 under load.
     rocm = eff.stacks.filter(pl.col("stack") == "vllm-rocm")
