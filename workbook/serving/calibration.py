@@ -200,11 +200,17 @@ def _kind(run: dict) -> str:
     return "compute-fp4" if run["weight_precision"] == "fp4" else "compute"
 
 
-def compute_points(cat: Catalog, eta_bw: dict[str, float], base: replica.Factors) -> pl.DataFrame:
-    """eta_c of every offline throughput row, each fitted on its own with the ``base`` factors (the all-reduce
-    efficiency and step overheads; kind ``compute``: dense FP8/BF16 models; ``compute-moe``: mixtures of experts,
-    whose ratio to the dense value is the MoE factor; ``compute-fp4``: FP4 matmuls, the FP4 coefficient's)."""
+def compute_points(
+    cat: Catalog, eta_bw: dict[str, float], base: replica.Factors, stacks: set[str] | None = None
+) -> pl.DataFrame:
+    """eta_c of every offline throughput row (of ``stacks``, default all), each fitted on its own with the ``base``
+    factors (the all-reduce efficiency and step overheads; kind ``compute``: dense FP8/BF16 models; ``compute-moe``:
+    mixtures of experts, whose ratio to the dense value is the MoE factor; ``compute-fp4``: FP4 matmuls, the FP4
+    coefficient's)."""
     factors = dataclasses.replace(base, moe=1.0, fp4=0.0)
+    runs = _throughput_runs(cat)
+    if stacks is not None:
+        runs = runs.filter(pl.col("stack").is_in(sorted(stacks)))
     rows = [
         {
             **_ids(r),
@@ -212,9 +218,9 @@ def compute_points(cat: Catalog, eta_bw: dict[str, float], base: replica.Factors
             "efficiency": published.fit_compute_efficiency(cat.accelerators, r, eta_bw[r["stack"]], factors),
             "layer_width_per_param": replica.layer_width_per_param(r["n_layers"], r["hidden_dim"], r["active_params"]),
         }
-        for r in _throughput_runs(cat).iter_rows(named=True)
+        for r in runs.iter_rows(named=True)
     ]
-    return pl.DataFrame(rows).filter(pl.col("efficiency").is_not_nan())
+    return pl.DataFrame(rows).filter(pl.col("efficiency").is_not_nan()) if rows else pl.DataFrame()
 
 
 def _within_stage_tp(run: dict) -> float:

@@ -101,8 +101,10 @@ def _generation(cat: Catalog, eff: ServingEfficiency, eta_bw: dict, run: dict, f
         layer_overhead_s=eff.layer_overhead_s if stack in newest else own,
         layer_overhead_by_stack=tuple({**newest, stack: own}.items()) if stack in newest else tuple(newest.items()),
     )
-    if (stack, own) not in fitted:
-        fitted[stack, own] = pl.concat([overheads, compute_points(cat, eta_bw, factors)], how="diagonal")
+    if (stack, own) not in fitted:  # that stack's offline results re-fitted; the others' efficiencies stay
+        others = eff.points.filter(pl.col("kind").str.starts_with("compute") & (pl.col("stack") != stack))
+        refit = compute_points(cat, eta_bw, factors, {stack})
+        fitted[stack, own] = pl.concat([overheads, others, refit], how="diagonal")
     return factors, fitted[stack, own]
 
 
