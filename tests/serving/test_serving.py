@@ -377,10 +377,12 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     latency = validation.server_latency(validated)
     assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
     assert set(latency["statistic"]) == {"mean", "p99"}  # every published statistic is compared like with like
-    # Measured when written, with each step's fixed cost charged per layer and vLLM on ROCm's own (64 us a layer, from
-    # ROCm's vLLM 0.9.1 docs): 130 of 188 within 30% (v6.0 28 of 44; Llama 2 70B Interactive 33 of 36, Server 42 of 64;
-    # Llama 3.1 405B 31 of 40, 28 before), 135 at 1% less traffic (134 with NIM 1.8's fixed step cost as TensorRT-LLM's
-    # newest). With the other stacks' median (58 us) for vLLM on
+    # Measured when written, with each step's fixed cost charged per layer, vLLM on ROCm's own (64 us a layer, from
+    # ROCm's vLLM 0.9.1 docs) and MI355X's v6.0 Server prompts admitted every third step (AMD's scheduler patch; its
+    # TTFT 0.42x/0.35x (mean/p99) before, 0.94x/0.82x): 132 of 188 within 30% (v6.0 29 of 44; Llama 2 70B Interactive
+    # 33 of 36, Server 44 of 64; Llama 3.1 405B 31 of 40, 28 before), 136 at 1% less traffic (130 and 135 before the
+    # MI355X cadence; 134 with NIM 1.8's fixed step cost as TensorRT-LLM's newest). With the other stacks' median (58
+    # us) for vLLM on
     # ROCm, 131 (Server 43): MI355X's mean TPOT under v6.0's Server limits went from 1.294x to 1.300x.
     # With the fixed cost per step and the load curve checked against the engine's simulation: 129 of 188 (Server 44),
     # 132 at 1% less traffic. Before that check: 124
@@ -404,10 +406,10 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     interactive = latency.filter((pl.col("tpot_limit_ms") == 40) & pl.col("run_id").str.contains("llama2"))
     assert interactive.height == 36 and interactive["within_target"].sum() >= 33
     server = latency.filter((pl.col("tpot_limit_ms") == 200) & pl.col("run_id").str.contains("llama2"))
-    assert server.height == 64 and server["within_target"].sum() >= 42
-    assert latency["within_target"].sum() >= 130
+    assert server.height == 64 and server["within_target"].sum() >= 44
+    assert latency["within_target"].sum() >= 132
     near = latency["error_near_max"].abs() <= validation.TARGET_LATENCY
-    assert near.sum() >= 134
+    assert near.sum() >= 136
     edge = latency.filter((pl.col("statistic") == "p99") & (pl.col("measure") == "ttft_ms"))
     assert (edge["predicted_value"] >= edge["predicted_near_max"]).all()  # latency only climbs toward the edge
     # AMD's harness holds queries 300 ms and hands each batch to one GPU: its first tokens take ~1 s, not ~0.3 s.
