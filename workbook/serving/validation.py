@@ -36,8 +36,9 @@ error on the system into a several-fold latency error
 (H100 v4.1 Llama 2 70B: published load 0.77 of the model's capacity, TPOT 79 ms predicted vs 155 ms published).
 Under tight limits the latencies are set by the limits, and the throughput row is the test: the load the model
 reaches within them. Measured with the formulas checked against the engine's simulation (:func:`against_simulation`)
-and each step's fixed cost charged per layer: 130 of the 188 MLPerf rows within 30% at the edge (v6.0 28 of 44), 134
-at 1% less traffic (129 and 132 with one fixed cost a step; 131 while vLLM on ROCm took the other stacks' fixed cost).
+and each step's fixed cost charged per layer: 132 of the 188 MLPerf rows within 30% at the edge (v6.0 29 of 44), 136
+at 1% less traffic (129 and 132 with one fixed cost a step; 130 and 135 before MI355X's v6.0 Server engine admitted
+prompts every third step, as AMD's scheduler patch does above 1,216 running requests).
 """
 
 from __future__ import annotations
