@@ -155,6 +155,8 @@ def test_bad_override_names_file_row_and_column(tmp_path, body, expected):
         ("platform_ports.csv", 2, "amd,gpu,3,1,8,", "amd,gpu,3,4,8,", ": fails weeks_low <= weeks <= weeks_high"),
         ("serving_engine_defaults.csv", 4, "vllm-cuda,h100-sxm,", "vllm-cuda,h100-sxn,", ", column accelerator_id"),
         ("serving_engine_defaults.csv", 2, "trtllm,any,8192,", "trtllm,any,0,", "column max_tokens_per_step"),
+        ("sustained_compute.csv", 2, "mi300x,fp16,", "mi300y,fp16,", ", column accelerator_id"),
+        ("sustained_compute.csv", 3, "mi300x,bf16,", "mi300x,fp32,", "column precision"),
         ("reference_runs.csv", 2, ",4194304,job_total", ",4194304,elapsed", "column chip_hours_basis"),
         ("reference_runs.csv", 2, ",4194304,job_total", ",0,job_total", "column global_batch_tokens"),
         ("reference_runs.csv", 2, ",4194304,job_total", ",4194304,", ": fails a full run with reported_chip_hours"),
@@ -207,3 +209,21 @@ def test_serving_engine_defaults_are_sourced_and_one_per_stack_and_accelerator()
     assert table.select("stack", "accelerator_id").is_unique().all()
     # every configured GPU stack has a default for any accelerator, and device-specific rows only where it differs
     assert {"trtllm", "vllm-cuda", "vllm-rocm"} <= set(table.filter(pl.col("accelerator_id") == "any")["stack"])
+
+
+def test_sustained_compute_rates_are_sourced_and_the_same_die_at_more_power_holds_more():
+    cat = catalog.load()
+    table = cat.sustained_compute
+    assert table["source"].str.contains("github ").all() and table["as_of"].is_not_null().all()
+    fp8 = dict(
+        zip(
+            *table.filter(pl.col("precision") == "fp8").select("accelerator_id", "max_achievable_flops_per_s"),
+            strict=True,
+        )
+    )
+    peaks = dict(zip(*cat.accelerators.select("accelerator_id", "fp8_flops_per_s"), strict=True))
+    # MI300X (750 W) and MI325X (1,000 W): one CDNA3 die, one datasheet peak, 1.19x the sustained matmul rate
+    assert peaks["mi300x"] == peaks["mi325x"] and fp8["mi325x"] / fp8["mi300x"] == pytest.approx(1.19, abs=0.01)
+    factor = dict(zip(*cat.accelerators.select("accelerator_id", "sustained_compute_factor"), strict=True))
+    assert factor["mi325x"] / factor["mi300x"] == pytest.approx(1.19, abs=0.01)
+    assert factor["h100-sxm"] == factor["mi355x"] == 1.0  # unmeasured: no adjustment

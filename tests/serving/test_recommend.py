@@ -140,6 +140,16 @@ def test_the_card_says_how_fp4_weights_are_multiplied(accelerator, words):
     assert rec.best is not None and any(words in reason for reason in rec.reasons), rec.reasons
 
 
+@pytest.mark.parametrize(("accelerator", "said"), [("mi325x", True), ("mi300x", True), ("h100-sxm", False)])
+def test_the_card_says_where_a_chip_holds_a_clock_of_its_own_under_load(accelerator, said):
+    s = serving.ServeScenario(model=ModelSpec.from_params(70e9), requests_per_s=5, accelerators=(accelerator,))
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    factor = rec.best["sustained_compute_factor"]
+    words = f"Per unit of datasheet peak, this chip sustains {factor:.2f}x the matmul rate"
+    assert any(words in reason for reason in rec.reasons) == said, rec.reasons
+    assert (factor > 1.0) == (accelerator == "mi325x")  # MI325X 1.09, MI300X 0.91, unmeasured chips 1
+
+
 def _option(**kw):
     base = {
         "name": "A",

@@ -62,3 +62,20 @@ def test_a_cheaper_negotiated_price_wins_and_is_marked(tmp_path):
     assert after.best["accelerator_id"] == "h100-sxm" and after.best["cloud"] == "nebius"
     assert "your price" in after.headline and any("your price" in r for r in after.reasons)
     assert "your price" not in before.headline
+
+
+def test_the_pick_is_compared_with_a_runner_up_that_is_an_alternative_on_time():
+    # 70B on 2T tokens, on-demand: MI325X is held to its largest documented job (one 8-GPU node) and would take
+    # years where the pick takes weeks; it stays a runner-up by price, but the comparison and the close call are
+    # made against the next one, which finishes in about the same time.
+    s = Scenario(model=ModelSpec.from_params(70e9), tokens=2e12, framework="pytorch", days=30, pricing=("on-demand",))
+    r = recommend.recommend(options.evaluate(s), "pytorch")
+    slow, *others = r.runners_up
+    assert slow["finish_days"] > recommend.FAR_LATER * r.best["finish_days"], "no far slower runner-up any more"
+    other = others[0]
+    assert other["finish_days"] <= recommend.FAR_LATER * r.best["finish_days"]
+    assert r.reasons[1].startswith(f"{r.best['name']} is ") and other["name"] in r.reasons[1]
+    assert slow["name"] not in " ".join(r.reasons[1:3])
+    # alone, the far slower one is said to be ruled out by time, and is no close call
+    assert "times later, so time rules it out" in recommend._compare(r.best, slow)
+    assert recommend._close_call(r.best, slow) is None

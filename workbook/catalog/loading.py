@@ -38,6 +38,7 @@ from workbook import cache, shipped
 from workbook.catalog import schemas
 from workbook.errors import DataError, InputError
 from workbook.model.spec import PRESETS
+from workbook.model.sustained import sustained_compute_factors
 
 DATA_DIR_ENV = "WORKBOOK_DATA_DIR"
 DATA_DIR = shipped.path("data", "data")  # the tables in the installed package, else the checkout's data/
@@ -60,6 +61,7 @@ class Catalog:
     reference_runs: pl.DataFrame
     inference_runs: pl.DataFrame
     serving_engine_defaults: pl.DataFrame
+    sustained_compute: pl.DataFrame  # vendor-measured sustained GEMM rates (accelerators' sustained_compute_factor)
     mfu_proxies: pl.DataFrame
     capacity: pl.DataFrame  # chips rentable without a reservation, per cloud and pricing model
 
@@ -436,6 +438,7 @@ TABLE_FILES = (
     "reference_runs",
     "inference_runs",
     "serving_engine_defaults",
+    "sustained_compute",
     "mfu_proxies",
     "frameworks",
     "framework_switches",
@@ -486,6 +489,9 @@ def _load(root: Path, price_overrides: Path | str | None) -> Catalog:
     _unknown_ids(serving_runs, known, str(root / "inference_runs.csv"))
     engine_defaults = read_table(root / "serving_engine_defaults.csv", schemas.ServingEngineDefaults)
     _unknown_ids(engine_defaults, [*known, "any"], str(root / "serving_engine_defaults.csv"))
+    sustained = read_table(root / "sustained_compute.csv", schemas.SustainedCompute)
+    _unknown_ids(sustained, known, str(root / "sustained_compute.csv"))
+    accelerators = accelerators.join(sustained_compute_factors(accelerators, sustained), on="accelerator_id")
     proxies = read_table(root / "mfu_proxies.csv", schemas.MfuProxies)
     _unknown_ids(proxies, known, str(root / "mfu_proxies.csv"))
     frameworks = read_table(root / "frameworks.csv", schemas.Frameworks)
@@ -504,6 +510,7 @@ def _load(root: Path, price_overrides: Path | str | None) -> Catalog:
         reference_runs=runs,
         inference_runs=serving_runs,
         serving_engine_defaults=engine_defaults,
+        sustained_compute=sustained,
         mfu_proxies=proxies,
         capacity=capacity,
     )

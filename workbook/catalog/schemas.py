@@ -313,6 +313,24 @@ class PlatformPorts(pa.DataFrameModel):
 SERVING_STACKS = ("trtllm", "trtllm-static", "vllm-cuda", "vllm-rocm", "jetstream", "vllm-tpu", "neuron")
 
 
+class SustainedCompute(pa.DataFrameModel):
+    """Dense matrix-multiply rates a chip sustains, measured by its vendor (max-achievable FLOPs: the best large
+    GEMM at the clock the chip holds under that load, below the boost clock its datasheet peak assumes)."""
+
+    accelerator_id: str = pa.Field(str_matches=SLUG)  # one of accelerators.csv (checked on load)
+    precision: str = pa.Field(isin=("fp16", "bf16", "fp8", "fp4"))
+    max_achievable_flops_per_s: float = pa.Field(gt=0)
+    median_clock_mhz: float = pa.Field(gt=0)
+    watts: float = pa.Field(gt=0)  # the power limit the chip ran at
+    source: str = pa.Field(str_length={"min_value": 3})
+    as_of: pl.Date
+    notes: Optional[str] = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        unique = ["accelerator_id", "precision"]
+
+
 class ServingEngineDefaults(pa.DataFrameModel):
     """Each serving stack's documented default engine settings (per replica), used when a scenario is evaluated.
 

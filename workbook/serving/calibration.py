@@ -23,7 +23,10 @@
 * Compute efficiency ``eta_c``: the efficiency at which the model reproduces each dense offline throughput
   result (bisection, :func:`workbook.serving.published.fit_compute_efficiency`); the stack's value is the
   median over its **newest round** (software moves fast: TensorRT-LLM gained 28% on the same H100s from
-  MLPerf v4.1 to v5.0), so older rounds only show the drift.
+  MLPerf v4.1 to v5.0), so older rounds only show the drift. It multiplies each chip's datasheet peak times the
+  chip's sustained-clock factor (:mod:`workbook.model.sustained`: MI325X holds 1.19x MI300X's matmul rate at the
+  same peak, 1 where the vendor publishes no measurement), so an efficiency fitted on one chip carries to a sibling
+  held to another clock by its power limit.
 * All-reduce efficiency ``allreduce`` (one for every stack): the fraction of the link's one-way bandwidth a
   tensor-parallel all-reduce of a decode step's tokens reaches, beside its latency in every step (a long prompt's
   tokens travel at the link's speed: :mod:`workbook.model.serving`). Fitted where one round of a stack holds
@@ -38,10 +41,10 @@
   :func:`workbook.serving.replica.fp4_factor`), and the share grows with the model's width, f = 1 / (1 + k L d / N)
   (:func:`workbook.serving.replica.fp4_fraction`). k is fitted on an FP4 result against the dense efficiency of the
   same stack and round. NVIDIA: a 70B model's share 0.40 (MLPerf v5.0, B200 against H100/H200: 0.62 of the FP8
-  efficiency at twice the peak), for TensorRT-LLM and vLLM on CUDA alike (the same chips and kernels); AMD: 0.96
-  (MLPerf v5.1 open division, MI355X against MI300X). Each is fitted on one result and kept for that system's own
-  rows; NVIDIA's TensorRT-LLM B200 FP4 tables and MLPerf v6.0's B300 and GB300 results (FP4 peak 2.9-3x FP8) are the
-  held-out test of NVIDIA's.
+  efficiency at twice the peak), for TensorRT-LLM and vLLM on CUDA alike (the same chips and kernels); AMD: 0.87
+  (MLPerf v5.1 open division, MI355X against MI300X at MI300X's sustained clock; 0.97 against its datasheet
+  peak). Each is fitted on one result and kept for that system's own rows; NVIDIA's TensorRT-LLM B200 FP4 tables and
+  MLPerf v6.0's B300 and GB300 results (FP4 peak 2.9-3x FP8) are the held-out test of NVIDIA's.
 * Each vendor has a best published stack and a generic open-source one (``STACKS``); a stack with no published
   result borrows another's efficiencies (``PROXIES``) and the answer names the proxy. "Best published" tries every
   stack of the vendor with published results of its own (NVIDIA: TensorRT-LLM, then vLLM on CUDA) and the scenario

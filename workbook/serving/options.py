@@ -265,6 +265,7 @@ SERVE_COLUMNS = [
     "fp4_factor",
     "fp4_fraction",
     "fp4_basis",
+    "sustained_compute_factor",
     "sequences",
     "chips_per_replica",
     "replicas",

@@ -169,6 +169,7 @@ def _stack_line(o: dict, scenario) -> str:
         f"{note[0].lower() + note[1:] if note else 'not sourced'}"
         + _fixed_cost_words(o)
         + ". "
+        + _sustained_words(o)
         + _fp4_words(o, scenario)
         + _engine_words(o)
     )
@@ -181,6 +182,17 @@ def _fixed_cost_words(o: dict) -> str:
         return ""
     per_layer_us = o["layer_overhead_s"] * 1e6
     return f"; its fixed step cost, {per_layer_us:.0f} µs a layer, {o['overhead_basis']}"
+
+
+def _sustained_words(o: dict) -> str:
+    """Where the chip's matmuls run at a measured clock of their own (:mod:`workbook.model.sustained`)."""
+    factor = o.get("sustained_compute_factor")
+    if factor is None or factor == 1.0:
+        return ""
+    return (
+        f"Per unit of datasheet peak, this chip sustains {factor:.2f}x the matmul rate of its vendor's measured chips "
+        "on average (the clock it holds under a dense GEMM at its power limit: the vendor's max-achievable FLOPs). "
+    )
 
 
 def _fp4_words(o: dict, scenario) -> str:

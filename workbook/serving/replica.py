@@ -52,6 +52,7 @@ from statistics import NormalDist
 import polars as pl
 
 from workbook.model import serving as sv
+from workbook.model.sustained import FACTOR_COLUMN
 from workbook.model.units import HEAD_DIM
 from workbook.serving.scenario import ServeScenario, peak_column
 
@@ -347,7 +348,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     kv_token = sv.kv_bytes_per_token(m.n_layers, s.kv_heads, HEAD_DIM, sv.BYTES_PER_ELEMENT[s.kv_precision])
     t = pl.col("tensor_parallel").cast(pl.Float64)
     bandwidth = pl.col("hbm_bytes_per_s")
-    peak = peak_column(s.weight_precision)
+    peak = peak_column(s.weight_precision) * pl.col(FACTOR_COLUMN)  # the clock the chip holds under load
     eta_c = pl.col("eta_c") * (factors.moe if m.active_params < m.params else 1.0)
     fp4_matmuls = pl.lit(s.weight_precision == "fp4") & pl.col("fp4_flops_per_s").is_not_null()
     fp4 = fp4_factor(factors, frame, m)

@@ -16,7 +16,7 @@ software drift is visible. Two exceptions, stated: the all-reduce efficiency is 
 pairs (MLPerf v4.1, v5.1) and each vendor's FP4 factor on one offline result (NVIDIA: MLPerf v5.0's B200; AMD: MLPerf
 v5.1's MI355X, open division), and both are kept for those systems' own rows; NVIDIA's TensorRT-LLM tables (rounds
 "TRT-LLM 0.13" to "1.2", in no fit: TP 1/2/4/8 on H100/H200, FP4 on B200) are their held-out test (AMD's FP4 has
-none: with NVIDIA's factor its MI355X result would be 0.68x).
+none: with NVIDIA's factor its MI355X result would be 0.76x).
 
 MLPerf server latencies (TTFT / TPOT, each row's mean or 99th percentile: the round limits the p99; Server and, from
 v5.0/v5.1, Interactive benchmarks, each with its own limits: ``ttft_limit_ms``, ``tpot_limit_ms``) are predicted, in
@@ -36,9 +36,10 @@ error on the system into a several-fold latency error
 (H100 v4.1 Llama 2 70B: published load 0.77 of the model's capacity, TPOT 79 ms predicted vs 155 ms published).
 Under tight limits the latencies are set by the limits, and the throughput row is the test: the load the model
 reaches within them. Measured with the formulas checked against the engine's simulation (:func:`against_simulation`)
-and each step's fixed cost charged per layer: 132 of the 188 MLPerf rows within 30% at the edge (v6.0 29 of 44), 136
-at 1% less traffic (129 and 132 with one fixed cost a step; 130 and 135 before MI355X's v6.0 Server engine admitted
-prompts every third step, as AMD's scheduler patch does above 1,216 running requests).
+and each step's fixed cost charged per layer: 132 of the 188 MLPerf rows within 30% at the edge (v6.0 29 of 44), 138
+at 1% less traffic (136 before MI325X's sustained clock; 129 and 132 with one fixed cost a step; 130 and 135 before
+MI355X's v6.0 Server engine admitted prompts every third step, as AMD's scheduler patch does above 1,216 running
+requests).
 """
 
 from __future__ import annotations

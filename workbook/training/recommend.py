@@ -25,6 +25,9 @@ from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
 UNNAMED_REGIONS = (None, "any", "unknown", "ALL")  # price rows whose region names no place a buyer can choose
+# An option finishing more than this many times later than the pick is no alternative on price: time decides (a chip
+# held to its largest documented job can take years where the pick takes weeks).
+FAR_LATER = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,8 +126,9 @@ def _commitment_reason(best: dict, ranked: list[dict]) -> str | None:
 
 
 def _close_call(best: dict, other: dict) -> str | None:
-    """One line when the two cost ranges overlap: what to decide on instead of price."""
-    if best["cost_usd_high"] < other["cost_usd_low"]:
+    """One line when the two cost ranges overlap: what to decide on instead of price (none when the other finishes
+    far later: time decides, and :func:`_compare` says so)."""
+    if best["cost_usd_high"] < other["cost_usd_low"] or _far_later(best, other):
         return None
     criteria = []
     if abs(best["finish_days"] - other["finish_days"]) > 0.1 * min(best["finish_days"], other["finish_days"]):
@@ -178,10 +182,17 @@ def _main_risk(best: dict) -> str:
     return f"Main risk: the price is as of {best['price_as_of']:%Y-%m}; prices move, confirm it."
 
 
+def _far_later(best: dict, other: dict) -> bool:
+    return other["finish_days"] > FAR_LATER * best["finish_days"]
+
+
 def _compare(best: dict, other: dict) -> str:
     saving = 1 - best["cost_usd"] / other["cost_usd"]
     overlap = best["cost_usd_high"] >= other["cost_usd_low"]
-    tail = " The cost ranges overlap, so the two are close within the uncertainty." if overlap else ""
+    if _far_later(best, other):
+        tail = f" It would finish {other['finish_days'] / best['finish_days']:.0f} times later, so time rules it out."
+    else:
+        tail = " The cost ranges overlap, so the two are close within the uncertainty." if overlap else ""
     return f"{saving:.0%} cheaper than {describe(other)}.{tail}"
 
 
@@ -224,9 +235,10 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         )
         + f". Energy: {energy(best['energy_kwh'], best['co2e_kg'])}."
     ]
-    if runners:
-        reasons.append(f"{best['name']} is {_compare(best, runners[0])}")
-        close = _close_call(best, runners[0])
+    if runners:  # against the cheapest runner-up that is an alternative on time, else the cheapest
+        other = next((o for o in runners if not _far_later(best, o)), runners[0])
+        reasons.append(f"{best['name']} is {_compare(best, other)}")
+        close = _close_call(best, other)
         if close:
             reasons.append(close)
     rival = next((o for o in ranked if o["kind"] != best["kind"]), None)

@@ -1,0 +1,33 @@
+import polars as pl
+import pytest
+
+from workbook.model.sustained import FACTOR_COLUMN, sustained_compute_factors
+
+PEAKS = pl.DataFrame(
+    {
+        "accelerator_id": ["a1", "a2", "a3", "n1"],
+        "vendor": ["amd", "amd", "amd", "nvidia"],
+        "fp8_flops_per_s": [2e15, 2e15, None, 2e15],
+        "bf16_flops_per_s": [1e15, 1e15, 1e15, 1e15],
+    }
+)
+
+
+def _measured(rows):
+    return pl.DataFrame(rows, schema=["accelerator_id", "precision", "max_achievable_flops_per_s"], orient="row")
+
+
+def test_a_chip_sustaining_more_of_its_peak_than_its_vendors_average_gets_more_than_one():
+    measured = _measured([("a1", "fp8", 0.8e15), ("a2", "fp8", 1.2e15), ("a2", "bf16", 0.1e15)])
+    factors = dict(zip(*sustained_compute_factors(PEAKS, measured), strict=True))
+    # fractions 0.4 and 0.6 (FP8 preferred over a chip's BF16 row), their mean 0.5
+    assert factors["a1"] == pytest.approx(0.8) and factors["a2"] == pytest.approx(1.2)
+    assert factors["a3"] == factors["n1"] == 1.0  # unmeasured: the vendor's average, or no adjustment
+
+
+def test_bf16_is_used_where_a_chip_has_no_fp8_measurement():
+    measured = _measured([("a1", "fp8", 1.0e15), ("a3", "bf16", 0.75e15)])
+    factors = sustained_compute_factors(PEAKS, measured)
+    assert factors.columns == ["accelerator_id", FACTOR_COLUMN] and factors.height == PEAKS.height
+    by_id = dict(zip(*factors, strict=True))
+    assert by_id["a1"] == pytest.approx(0.5 / 0.625) and by_id["a3"] == pytest.approx(0.75 / 0.625)

@@ -1,0 +1,42 @@
+"""The matrix-multiply rate a chip sustains, relative to its datasheet peak.
+
+A datasheet peak assumes the boost clock; under a dense GEMM a power-limited chip holds a lower one. AMD measures
+it (max-achievable FLOPs, ``data/sustained_compute.csv``): MI300X 1,273 TFLOPS FP8 at 1,230 MHz under a 750 W limit,
+MI325X 1,519 at 1,464 MHz under 1,000 W, on the same CDNA3 die with the same datasheet peak (2,615 TFLOPS): 1.19x.
+The serving compute efficiencies are fitted per software stack across its chips
+(:mod:`workbook.serving.calibration`), so a chip's sustained rate enters as a factor on its peak relative to its
+vendor's measured chips: fraction = max-achievable / datasheet peak (FP8, else BF16), **factor = fraction / the mean
+fraction of the vendor's measured chips** (MI300X 0.91, MI325X 1.09). A chip with no measurement takes 1: its
+vendor's mean (MI355X), or no adjustment where the vendor has none measured (NVIDIA, Google, AWS).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+PRECISION_PEAK = {"fp8": "fp8_flops_per_s", "bf16": "bf16_flops_per_s"}  # preferred first
+FACTOR_COLUMN = "sustained_compute_factor"
+
+
+def sustained_compute_factors(accelerators: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFrame:
+    """``accelerator_id`` and :data:`FACTOR_COLUMN` for every chip of ``accelerators`` (1.0 where unmeasured), from
+    the vendor-measured sustained GEMM rates ``measured`` (``data/sustained_compute.csv``)."""
+    order = list(PRECISION_PEAK)
+    peak = pl.coalesce(
+        *(pl.when(pl.col("precision") == name).then(pl.col(column)) for name, column in PRECISION_PEAK.items())
+    )
+    fractions = (
+        measured.filter(pl.col("precision").is_in(order))
+        .join(accelerators.select("accelerator_id", "vendor", *PRECISION_PEAK.values()), on="accelerator_id")
+        .with_columns(fraction=pl.col("max_achievable_flops_per_s") / peak)
+        .filter(pl.col("fraction").is_not_null())
+        .sort(pl.col("precision").replace_strict(order, list(range(len(order)))))
+        .group_by("accelerator_id", maintain_order=True)
+        .first()
+        .with_columns((pl.col("fraction") / pl.col("fraction").mean().over("vendor")).alias(FACTOR_COLUMN))
+    )
+    return (
+        accelerators.select("accelerator_id")
+        .join(fractions.select("accelerator_id", FACTOR_COLUMN), on="accelerator_id", how="left")
+        .with_columns(pl.col(FACTOR_COLUMN).fill_null(1.0))
+    )
