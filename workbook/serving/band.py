@@ -3,8 +3,10 @@ besides the price spread.
 
 The results are those that ask the serving card's question, how much a system serves within latency limits
 (MLPerf's Server and Interactive throughput: ``scenario`` server, ``tokens_per_s``), each predicted without any
-result of its own system (:func:`workbook.serving.validation.validate`); for each accelerator the newest round
-it ran in with the stack (the software a buyer would run on it today). ``low`` / ``high`` are the lowest and
+result of its own system (:func:`workbook.serving.validation.validate`); for each accelerator, model and kind of
+replica the newest round it ran in with the stack (the software a buyer would run on it today; a round that left out
+a chip's model keeps the one before: MLPerf v6.1 ran H200 only on Llama 3.1 8B, one GPU, so v5.1's Llama 2 70B and
+405B results stay in H200's range). ``low`` / ``high`` are the lowest and
 highest ln(predicted / published), widened to include 0 so that the model's own answer lies inside: of the
 option's chip with its stack where it has such results, else of the stack on other chips, else of every result
 (``model_error_scope`` says which: chip, stack, all). Results served from separate prefill and decode pools
@@ -24,7 +26,7 @@ import polars as pl
 from workbook import cache
 from workbook.catalog import Catalog
 from workbook.serving.calibration import STACK_NAMES, calibrate
-from workbook.serving.validation import validate
+from workbook.serving.validation import is_newest, validate
 
 BAND_COLUMNS = ["model_error_low", "model_error_high", "model_error_results", "model_error_scope"]
 
@@ -76,10 +78,9 @@ def throughput_band(cat: Catalog) -> ThroughputBand:
         & (pl.col("measure") == "tokens_per_s")
         & pl.col("stack").is_in(list(STACK_NAMES))
     )
-    newest = rows.filter(pl.col("published") == pl.col("published").max().over("stack", "accelerator_id"))
-    errors = validate(cat, calibrate(cat), newest).join(
-        newest.select("run_id", disaggregated=pl.col("prefill_chips").is_not_null()), on="run_id"
-    )
+    pools = pl.col("prefill_chips").is_not_null()
+    newest = rows.filter(is_newest("stack", "accelerator_id", "model", pools))
+    errors = validate(cat, calibrate(cat), newest).join(newest.select("run_id", disaggregated=pools), on="run_id")
     return ThroughputBand(
         errors=errors.filter(pl.col("error").is_not_null()).select(
             "run_id", "stack", "accelerator_id", "disaggregated", "error"
