@@ -1,5 +1,6 @@
 """Chart builders without a browser: the spec builds, round-trips, and renders to PNG offline."""
 
+import datetime as dt
 import json
 
 import polars as pl
@@ -9,6 +10,7 @@ import vl_convert as vlc
 from workbook.charts import serving as charts_serving
 from workbook.charts import training as charts
 from workbook.charts.common import template_specs
+from workbook.charts.validation import serving_by_round
 from workbook.training import options
 from workbook.training.scenario import Constraints, ModelSpec, Scenario
 
@@ -85,3 +87,27 @@ def test_app_specs_are_valid_and_data_free(templates):
     for name, template in templates.items():
         assert specs[name] == template().to_dict()  # to_dict() validates against the Vega-Lite schema
         assert "datasets" not in specs[name]
+
+
+def test_serving_validation_chart_puts_each_held_out_throughput_on_its_round_in_publication_order():
+    frame = pl.DataFrame(
+        {
+            "run_id": ["new-offline", "old-offline", "old-ttft", "unpredicted"],
+            "round": ["MLPerf v6.1", "MLPerf v4.1", "MLPerf v4.1", "MLPerf v4.1"],
+            "published": [dt.date(2026, 9, 16), dt.date(2024, 8, 28), dt.date(2024, 8, 28), dt.date(2024, 8, 28)],
+            "stack": ["vllm-rocm", "trtllm", "trtllm", "trtllm"],
+            "accelerator_id": ["mi355x", "h100-sxm", "h100-sxm", "h200"],
+            "weight_precision": ["fp4", "fp8", "fp8", "fp8"],
+            "measure": ["tokens_per_s", "tokens_per_s", "ttft_ms", "tokens_per_s"],
+            "published_value": [100.0, 200.0, 300.0, 50.0],
+            "predicted_value": [90.0, 250.0, 330.0, None],
+        }
+    )
+    spec = serving_by_round(frame, {"trtllm": "TensorRT-LLM", "vllm-rocm": "vLLM on ROCm"}).to_dict()
+    points = spec["layer"][-1]
+    rows = spec["datasets"][points["data"]["name"]]
+    assert {r["run_id"] for r in rows} == {"new-offline", "old-offline"}  # throughput with a prediction only
+    assert {r["run_id"]: r["ratio"] for r in rows} == pytest.approx({"new-offline": 0.9, "old-offline": 1.25})
+    assert points["encoding"]["y"]["sort"] == ["MLPerf v4.1", "MLPerf v6.1"]
+    assert {r["stack_name"] for r in rows} == {"TensorRT-LLM", "vLLM on ROCm"}
+    assert len(vlc.vegalite_to_png(json.dumps(spec))) > 1000

@@ -48,3 +48,69 @@ def backtest(frame: pl.DataFrame) -> alt.LayerChart:
             subtitle="line: perfect prediction; shaded band: within 25%",
         ),
     )
+
+
+def serving_by_round(frame: pl.DataFrame, stack_names: dict[str, str]) -> alt.LayerChart:
+    """Held-out serving throughput per round: predicted / published on a log axis, one point a result (the rows of
+    :func:`workbook.serving.validation.validate` measuring tokens/s), rounds in publication order and coloured by
+    software stack (``stack_names``: id -> name), over the 25% band and the 1.4x lines of the serving targets.
+    Drift shows as a round whose points sit off 1 together."""
+    data = (
+        frame.filter((pl.col("measure") == "tokens_per_s") & pl.col("predicted_value").is_not_null())
+        .select(
+            "run_id",
+            "round",
+            "published",
+            "stack",
+            "accelerator_id",
+            "weight_precision",
+            "published_value",
+            "predicted_value",
+        )
+        .with_columns(
+            ratio=pl.col("predicted_value") / pl.col("published_value"),
+            stack_name=pl.col("stack").replace_strict(stack_names, default=pl.col("stack")),
+            published=pl.col("published").cast(pl.String),
+        )
+    )
+    order = data.group_by("round").agg(pl.col("published").min()).sort("published", "round")["round"].to_list()
+    scale = alt.Scale(type="log", domain=[0.4, 2.5])
+    y = alt.Y("round:N", title=None, sort=order)
+    points = (
+        alt.Chart(data)
+        .mark_circle(size=45, opacity=0.6, aria=False)  # a thousand points: no per-point screen-reader text in the SVG
+        .encode(
+            x=alt.X("ratio:Q", title="Predicted / published throughput (log)", scale=scale),
+            y=y,
+            color=alt.Color("stack_name:N", title="Software stack"),
+            tooltip=[
+                alt.Tooltip("run_id:N", title="Result"),
+                alt.Tooltip("accelerator_id:N", title="Accelerator"),
+                alt.Tooltip("weight_precision:N", title="Weights"),
+                alt.Tooltip("published:N", title="Published"),
+                alt.Tooltip("published_value:Q", title="Published tokens/s", format=",.0f"),
+                alt.Tooltip("predicted_value:Q", title="Predicted tokens/s", format=",.0f"),
+                alt.Tooltip("ratio:Q", title="Predicted / published", format=".2f"),
+            ],
+        )
+    )
+    band = alt.Chart(pl.DataFrame({"lower": [1 / 1.25], "upper": [1.25]})).mark_rect(opacity=0.2, color="#9ecae9")
+    band = band.encode(x=alt.X("lower:Q", scale=scale), x2="upper:Q")
+    lines = pl.DataFrame({"x": [1 / 1.4, 1.0, 1.4], "kind": ["1.4x", "exact", "1.4x"]})
+    rules = (
+        alt.Chart(lines)
+        .mark_rule()
+        .encode(
+            x=alt.X("x:Q", scale=scale),
+            strokeDash=alt.condition(alt.datum.kind == "exact", alt.value([1, 0]), alt.value([4, 4])),
+            color=alt.value("#333"),
+        )
+    )
+    return alt.layer(band, rules, points).properties(
+        width=480,
+        height=alt.Step(18),
+        title=alt.TitleParams(
+            "Serving throughput, predicted vs published, per round (each held out of its own fit)",
+            subtitle="shaded: within 25%; dashed: 1.4x either way; rounds in publication order",
+        ),
+    )
