@@ -44,7 +44,8 @@
   efficiency at twice the peak), for TensorRT-LLM and vLLM on CUDA alike (the same chips and kernels); AMD: 0.87
   (MLPerf v5.1 open division, MI355X against MI300X at MI300X's sustained clock; 0.97 against its datasheet
   peak). Each is fitted on one result and kept for that system's own rows; NVIDIA's TensorRT-LLM B200 FP4 tables and
-  MLPerf v6.0's B300 and GB300 results (FP4 peak 2.9-3x FP8) are the held-out test of NVIDIA's.
+  MLPerf v6.0's and v6.1's B300 and GB300 results (FP4 peak 2.9-3x FP8; v6.1's 0.90-0.99x) are the held-out test of
+  NVIDIA's.
 * Each vendor has a best published stack and a generic open-source one (``STACKS``); a stack with no published
   result borrows another's efficiencies (``PROXIES``) and the answer names the proxy. "Best published" tries every
   stack of the vendor with published results of its own (NVIDIA: TensorRT-LLM, then vLLM on CUDA) and the scenario
