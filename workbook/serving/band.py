@@ -8,10 +8,13 @@ replica the newest round it ran in with the stack (the software a buyer would ru
 a chip's model keeps the one before: MLPerf v6.1 ran H200 only on Llama 3.1 8B, one GPU, so v5.1's Llama 2 70B and
 405B results stay in H200's range). ``low`` / ``high`` are the lowest and
 highest ln(predicted / published), widened to include 0 so that the model's own answer lies inside: of the
-option's chip with its stack where it has such results, else of the stack on other chips, else of every result
-(``model_error_scope`` says which: chip, stack, all). Results served from separate prefill and decode pools
-(``prefill_chips`` published) test the pools' formulas, not a shared replica's, so each kind of option takes the errors
-of its own kind (``disaggregated``) at the chip and stack levels; every result at the last.
+option's chip with its stack where it has such results; else of the stack on other chips together with the chip's
+results with other stacks, where it has some (what the model gets wrong about a chip, it gets wrong under every
+stack: stock vLLM on one L40S served 0.49x of the model's figure, so TensorRT-LLM on L40S, with no result of its own,
+carries that beside TensorRT-LLM's errors on other chips); else of the stack on other chips; else of every result
+(``model_error_scope`` says which: chip, stack and chip, stack, all). Results served from separate prefill and decode
+pools (``prefill_chips`` published) test the pools' formulas, not a shared replica's, so each kind of option takes the
+errors of its own kind (``disaggregated``) at the chip and stack levels; every result at the last.
 
 A replica count follows the throughput, so the chips, and the cost at the user's traffic, scale as
 published / predicted: the cost's range is ``cost x exp(low)`` to ``cost x exp(high)`` (whole replicas aside).
@@ -50,6 +53,7 @@ class ThroughputBand:
         keys = options.select("stack", "accelerator_id", *kind).unique()
         levels = [
             keys.join(chip, on=["stack", "accelerator_id", *kind], how="inner"),
+            _beside(self.errors, keys),
             keys.join(stack, on=["stack", *kind], how="inner"),
             keys.join(pooled, how="cross"),
         ]
@@ -59,6 +63,19 @@ class ThroughputBand:
             .unique(["stack", "accelerator_id", *kind], keep="first", maintain_order=True)
             .select("stack", "accelerator_id", *kind, *BAND_COLUMNS)
         )
+
+
+def _beside(errors: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
+    """For each option (``keys``) whose chip has results of its kind with other stacks: the range of those and of the
+    option's stack on other chips (scope "stack and chip")."""
+    pairs = keys.join(errors.rename({"stack": "_stack", "accelerator_id": "_chip"}), on="disaggregated")
+    other_stack = (pl.col("_chip") == pl.col("accelerator_id")) & (pl.col("_stack") != pl.col("stack"))
+    keys_ = ["stack", "accelerator_id", "disaggregated"]
+    return _range(
+        pairs.filter(other_stack.any().over(keys_) & (other_stack | (pl.col("_stack") == pl.col("stack")))),
+        keys_,
+        "stack and chip",
+    )
 
 
 def _range(errors: pl.DataFrame, keys: list[str], scope: str) -> pl.DataFrame:

@@ -147,6 +147,8 @@ def range_line(o: dict) -> str:
     results = f"{o['model_error_results']}, each predicted without its own system's results"
     where = {
         "chip": f"published results of {o['stack_name']} on this chip within latency limits ({results})",
+        "stack and chip": f"this chip has no published result of {o['stack_name']} within latency limits; "
+        f"{o['stack_name']}'s on other chips and other stacks' on this chip ({results})",
         "stack": f"this chip has no published result within latency limits; {o['stack_name']}'s on other chips "
         f"({results})",
         "all": f"{o['stack_name']} has no published result within latency limits; those of every stack ({results})",
