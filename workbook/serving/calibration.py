@@ -46,6 +46,10 @@
   peak). Each is fitted on one result and kept for that system's own rows; NVIDIA's TensorRT-LLM B200 FP4 tables and
   MLPerf v6.0's and v6.1's B300 and GB300 results (FP4 peak 2.9-3x FP8; v6.1's 0.90-0.99x) are the held-out test of
   NVIDIA's.
+* FP8 KV cache, per stack and date (:data:`UNFUSED_FP8_KV`): where a stack's attention dequantized an FP8 cache to
+  BF16 (vLLM on CUDA through v0.11.2, November 2025, by its docs), a result of that time is predicted and fitted with
+  the cache at FP8's size and its reads at BF16's cost (:func:`of_its_time`); the app's stacks, today's, read FP8 at
+  FP8's.
 * Each vendor has a best published stack and a generic open-source one (``STACKS``); a stack with no published
   result borrows another's efficiencies (``PROXIES``) and the answer names the proxy. "Best published" tries every
   stack of the vendor with published results of its own (NVIDIA: TensorRT-LLM, then vLLM on CUDA) and the scenario
@@ -56,6 +60,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
 
 import polars as pl
@@ -89,6 +94,30 @@ PROXIES = {
     "vllm-tpu": ("jetstream", "no published vLLM-TPU result in the dataset: JetStream's efficiency is used"),
     "neuron": ("vllm-cuda", "no published Trainium serving result in the dataset: vLLM on CUDA's efficiency is used"),
 }
+
+
+# FP8 KV caches that attention dequantized to BF16, per stack: until when (the newest release documented so) and the
+# source. vLLM on CUDA: "there are currently no latency improvements as the implementation does not yet include fused
+# dequantization and attention operations" (docs.vllm.ai/en/v0.11.2, "Quantized KV Cache", Performance Impact; v0.11.2
+# released November 2025); today's docs: "When using the Flash Attention 3 backend with FP8 KV cache, attention
+# operations are also performed in the quantized (FP8) domain" (docs.vllm.ai/en/latest). TensorRT-LLM's FP8 KV
+# kernels (XQA) and AMD's vLLM (its MLPerf builds' FP8 paged attention) read FP8 natively.
+UNFUSED_FP8_KV = {
+    "vllm-cuda": (
+        dt.date(2025, 11, 20),
+        "vLLM's docs through v0.11.2 (November 2025): FP8 KV cache without fused dequantization and attention",
+    ),
+}
+
+
+def of_its_time(factors: replica.Factors, published: dt.date) -> replica.Factors:
+    """``factors`` with the FP8 KV-cache reads of the software published by ``published`` (:data:`UNFUSED_FP8_KV`)."""
+    return dataclasses.replace(factors, fp8_kv_read_as_bf16=unfused_fp8_kv(published))
+
+
+def unfused_fp8_kv(published: dt.date) -> tuple[str, ...]:
+    """The stacks whose FP8 KV cache was read as BF16 by attention in the software published by ``published``."""
+    return tuple(stack for stack, (until, _) in UNFUSED_FP8_KV.items() if published <= until)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,7 +248,9 @@ def compute_points(
         {
             **_ids(r),
             "kind": _kind(r),
-            "efficiency": published.fit_compute_efficiency(cat.accelerators, r, eta_bw[r["stack"]], factors),
+            "efficiency": published.fit_compute_efficiency(
+                cat.accelerators, r, eta_bw[r["stack"]], of_its_time(factors, r["published"])
+            ),
             "layer_width_per_param": replica.layer_width_per_param(r["n_layers"], r["hidden_dim"], r["active_params"]),
         }
         for r in runs.iter_rows(named=True)

@@ -96,6 +96,9 @@ class Factors:
         0.0  # fixed seconds a step costs per layer besides its reads and FLOPs (:func:`step_overhead`)
     )
     layer_overhead_by_stack: tuple[tuple[str, float], ...] = ()  # (stack, seconds a layer) where a stack has its own
+    # Stacks whose attention, in the software of the prediction's time, dequantizes an FP8 KV cache to BF16: the cache
+    # takes FP8's memory, its reads take BF16's time (:data:`workbook.serving.calibration.UNFUSED_FP8_KV`).
+    fp8_kv_read_as_bf16: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,6 +246,15 @@ def _per_stack(frame: pl.DataFrame, by_stack: tuple[tuple[str, float], ...], def
     if by_stack and "stack" in frame.columns:
         return pl.col("stack").replace_strict(dict(by_stack), default=default, return_dtype=pl.Float64)
     return pl.lit(default)
+
+
+def kv_read_width(factors: Factors, frame: pl.DataFrame, kv_precision: str) -> pl.Expr:
+    """How many times its stored bytes an attention step's KV-cache reads cost: BF16's over FP8's (2) where the row's
+    stack dequantizes an FP8 cache before attention (``factors.fp8_kv_read_as_bf16``), else 1."""
+    if kv_precision != "fp8" or not factors.fp8_kv_read_as_bf16 or "stack" not in frame.columns:
+        return pl.lit(1.0)
+    ratio = sv.BYTES_PER_ELEMENT["bf16"] / sv.BYTES_PER_ELEMENT["fp8"]
+    return pl.when(pl.col("stack").is_in(list(factors.fp8_kv_read_as_bf16))).then(ratio).otherwise(1.0)
 
 
 def step_overhead(factors: Factors, frame: pl.DataFrame, layers) -> pl.Expr:
@@ -396,6 +408,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     )
     kv_eta = pl.col("eta_bw") * sv.KV_READ_SHARE  # paged KV-cache reads reach less than streamed weights
     kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, kv_eta, answers)
+    kv_read_s = kv_read_s * kv_read_width(factors, frame, s.kv_precision)
     weights_bytes = w_bytes * m.params / t
     kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, True, answers)  # paged KV cache
     max_sequences = kv_room_bytes(frame, s, weights_bytes) * t / kv_sequence

@@ -10,7 +10,10 @@ then (its earliest where it has none by then: :func:`workbook.serving.calibratio
 efficiencies re-fitted with those costs (``layer_overhead_s`` per row). The product uses the newest; a result from
 before a stack's newest batch-1 results would otherwise be charged a lighter release's cost than the one it ran (Krai's
 vLLM 0.9.2 runs of September 2025: vLLM's 2024 CI, 81 us a layer, not vLLM 0.19's 44 us of April 2026; within MLPerf's
-Interactive limits 1.30x, 1.49x with 0.19's).
+Interactive limits 1.30x, 1.49x with 0.19's). Likewise an FP8 KV cache that its stack's attention of the time
+dequantized is read at BF16's cost (:data:`workbook.serving.calibration.UNFUSED_FP8_KV`: vLLM on CUDA through v0.11.2;
+Red Hat's one-GPU vLLM 0.10 results of MLPerf v5.1, H100 Offline 1.16x, L40S 1.30x and 1.58x, were 1.39x, 1.65x and
+2.03x read at FP8's cost).
 This is the honest error: a result is never predicted from itself. ``by_round`` shows it per round, so
 software drift is visible. Two exceptions, stated: the all-reduce efficiency is fitted on the H100 TP2 / H200 TP1
 pairs (MLPerf v4.1, v5.1) and each vendor's FP4 factor on one offline result (NVIDIA: MLPerf v5.0's B200; AMD: MLPerf
@@ -61,6 +64,7 @@ from workbook.serving.calibration import (
     compute_points,
     moe_factor,
     newest_round,
+    of_its_time,
     overhead_by_stack,
     published_by,
 )
@@ -98,10 +102,11 @@ def _generation(cat: Catalog, eff: ServingEfficiency, eta_bw: dict, run: dict, f
     newest = dict(eff.layer_overhead_by_stack)
     stack = run["stack"]
     own, current = then.get(stack, overall), newest.get(stack, eff.layer_overhead_s)
+    base = of_its_time(eff.factors(), run["published"])  # its FP8 KV-cache reads
     if own == current:
-        return eff.factors(), eff.points
+        return base, eff.points
     factors = dataclasses.replace(
-        eff.factors(),
+        base,
         layer_overhead_s=eff.layer_overhead_s if stack in newest else own,
         layer_overhead_by_stack=tuple({**newest, stack: own}.items()) if stack in newest else tuple(newest.items()),
     )
