@@ -140,7 +140,7 @@ class ServeView:
         self.controls["params_b"].disabled = not own
         if own:
             spec = ModelSpec.from_params(self.controls["params_b"].value * 1e9)
-            return spec, f"Serving a {spec.params / 1e9:,.1f}B-parameter model (set here, not the Train tab's)"
+            return spec, f"Serving a model of {spec.params / 1e9:,.1f}B parameters (set here, not the Train tab's)"
         return trained, f"Serving the Train tab's model: {_size(trained)}"
 
     def scenario_from_controls(self) -> serving.ServeScenario:
