@@ -96,18 +96,13 @@ PROXIES = {
 }
 
 
-# FP8 KV caches that attention dequantized to BF16, per stack: until when (the newest release documented so) and the
-# source. vLLM on CUDA: "there are currently no latency improvements as the implementation does not yet include fused
+# FP8 KV caches that attention dequantized to BF16, per stack: until when (the newest release documented so). vLLM on
+# CUDA: "there are currently no latency improvements as the implementation does not yet include fused
 # dequantization and attention operations" (docs.vllm.ai/en/v0.11.2, "Quantized KV Cache", Performance Impact; v0.11.2
 # released November 2025); today's docs: "When using the Flash Attention 3 backend with FP8 KV cache, attention
 # operations are also performed in the quantized (FP8) domain" (docs.vllm.ai/en/latest). TensorRT-LLM's FP8 KV
 # kernels (XQA) and AMD's vLLM (its MLPerf builds' FP8 paged attention) read FP8 natively.
-UNFUSED_FP8_KV = {
-    "vllm-cuda": (
-        dt.date(2025, 11, 20),
-        "vLLM's docs through v0.11.2 (November 2025): FP8 KV cache without fused dequantization and attention",
-    ),
-}
+UNFUSED_FP8_KV = {"vllm-cuda": dt.date(2025, 11, 20)}
 
 
 def of_its_time(factors: replica.Factors, published: dt.date) -> replica.Factors:
@@ -117,7 +112,7 @@ def of_its_time(factors: replica.Factors, published: dt.date) -> replica.Factors
 
 def unfused_fp8_kv(published: dt.date) -> tuple[str, ...]:
     """The stacks whose FP8 KV cache was read as BF16 by attention in the software published by ``published``."""
-    return tuple(stack for stack, (until, _) in UNFUSED_FP8_KV.items() if published <= until)
+    return tuple(stack for stack, until in UNFUSED_FP8_KV.items() if published <= until)
 
 
 @dataclasses.dataclass(frozen=True)
