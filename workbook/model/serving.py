@@ -13,8 +13,8 @@
   decode   = O x ((2 N_active + 4 L d C) / (t peak eta_c) + c)   (the FLOPs of its O output tokens; C the mean
              decode context above)
   KV reads = O x kv_per_token x C / (t bw eta_bw s)  (each decode step reads the sequence's cache; paged reads at
-             s = :data:`KV_READ_SHARE` of the weights' streaming rate; an FP8 cache that the engine dequantizes for
-             attention is read at BF16's cost: :func:`workbook.serving.replica.kv_read_width`)
+             s = :data:`KV_READ_SHARE` of the weights' streaming rate; an FP8 cache at the cost the stack measured
+             against a BF16 cache's, where it did: :func:`workbook.serving.replica.kv_read_width`)
   c = 2 all-reduces per layer of the token's hidden state over the tensor-parallel chips, at the link's one-way
   bandwidth x the all-reduce efficiency ``eta_ar`` (calibrated: :mod:`workbook.serving.calibration`).
 * An all-reduce costs a latency plus its bytes over a bandwidth, in one of two regimes, as collective libraries

@@ -10,7 +10,7 @@ a chip's model keeps the one before: MLPerf v6.1 ran H200 only on Llama 3.1 8B, 
 highest ln(predicted / published), widened to include 0 so that the model's own answer lies inside: of the
 option's chip with its stack where it has such results; else of the stack on other chips together with the chip's
 results with other stacks, where it has some (what the model gets wrong about a chip, it gets wrong under every
-stack: stock vLLM on one L40S served 0.63x of the model's figure, so TensorRT-LLM on L40S, with no result of its own,
+stack: stock vLLM on one L40S served 0.53x of the model's figure, so TensorRT-LLM on L40S, with no result of its own,
 carries that beside TensorRT-LLM's errors on other chips); else of the stack on other chips; else of every result
 (``model_error_scope`` says which: chip, stack and chip, stack, all). Results served from separate prefill and decode
 pools (``prefill_chips`` published) test the pools' formulas, not a shared replica's, so each kind of option takes the

@@ -46,10 +46,10 @@
   peak). Each is fitted on one result and kept for that system's own rows; NVIDIA's TensorRT-LLM B200 FP4 tables and
   MLPerf v6.0's and v6.1's B300 and GB300 results (FP4 peak 2.9-3x FP8; v6.1's 0.90-0.99x) are the held-out test of
   NVIDIA's.
-* FP8 KV cache, per stack and date (:data:`UNFUSED_FP8_KV`): where a stack's attention dequantized an FP8 cache to
-  BF16 (vLLM on CUDA through v0.11.2, November 2025, by its docs), a result of that time is predicted and fitted with
-  the cache at FP8's size and its reads at BF16's cost (:func:`of_its_time`); the app's stacks, today's, read FP8 at
-  FP8's.
+* FP8 KV cache, per stack and software (:data:`FP8_KV_READ_SHARE`): an FP8 cache takes half a BF16 cache's memory, and
+  its reads cost what the stack's own measurement says: vLLM on CUDA 63% of BF16's in v0.10.2, 54% in v0.19.1 (half,
+  its bytes, where unmeasured). A result is predicted and fitted with its software's (:func:`of_its_time`); the app
+  uses today's.
 * Each vendor has a best published stack and a generic open-source one (``STACKS``); a stack with no published
   result borrows another's efficiencies (``PROXIES``) and the answer names the proxy. "Best published" tries every
   stack of the vendor with published results of its own (NVIDIA: TensorRT-LLM, then vLLM on CUDA) and the scenario
@@ -96,23 +96,28 @@ PROXIES = {
 }
 
 
-# FP8 KV caches that attention dequantized to BF16, per stack: until when (the newest release documented so). vLLM on
-# CUDA: "there are currently no latency improvements as the implementation does not yet include fused
-# dequantization and attention operations" (docs.vllm.ai/en/v0.11.2, "Quantized KV Cache", Performance Impact; v0.11.2
-# released November 2025); today's docs: "When using the Flash Attention 3 backend with FP8 KV cache, attention
-# operations are also performed in the quantized (FP8) domain" (docs.vllm.ai/en/latest). TensorRT-LLM's FP8 KV
-# kernels (XQA) and AMD's vLLM (its MLPerf builds' FP8 paged attention) read FP8 natively.
-UNFUSED_FP8_KV = {"vllm-cuda": dt.date(2025, 11, 20)}
+# What reading an FP8 KV cache costs attention, as a share of a BF16 cache's (half its bytes), per stack and software:
+# (from when, share), a measurement holding from its date on and a result before the first taking the first. vLLM on
+# CUDA, measured by vLLM ("The State of FP8 KV-Cache and Attention Quantization in vLLM", blog of 2026-04-22, github
+# vllm-project/vllm-project.github.io@78672b0f _posts/2026-04-22-fp8-kvcache.md, Table 3 and Figure 5): Llama 3.1 8B's
+# inter-token latency slope per context token, FP8 over BF16, 63% in v0.10.2 on H100 (FlashAttention 3; its docs of then
+# said FP8 KV brought "no latency improvements"), 54% in v0.19.1 on H100 and on B200 (FlashInfer). Other stacks: not
+# measured, half (TensorRT-LLM's XQA kernels and AMD's MLPerf builds read FP8 natively).
+FP8_KV_READ_SHARE = {"vllm-cuda": ((None, 0.63), (dt.date(2026, 4, 22), 0.54))}
+
+
+def fp8_kv_read_shares(published: dt.date | None = None) -> tuple[tuple[str, float], ...]:
+    """(stack, FP8 KV read cost as a share of BF16's) of the software published by ``published`` (today's if None)."""
+    return tuple(
+        (stack, [share for since, share in entries if since is None or published is None or since <= published][-1])
+        for stack, entries in FP8_KV_READ_SHARE.items()
+    )
 
 
 def of_its_time(factors: replica.Factors, published: dt.date) -> replica.Factors:
-    """``factors`` with the FP8 KV-cache reads of the software published by ``published`` (:data:`UNFUSED_FP8_KV`)."""
-    return dataclasses.replace(factors, fp8_kv_read_as_bf16=unfused_fp8_kv(published))
-
-
-def unfused_fp8_kv(published: dt.date) -> tuple[str, ...]:
-    """The stacks whose FP8 KV cache was read as BF16 by attention in the software published by ``published``."""
-    return tuple(stack for stack, until in UNFUSED_FP8_KV.items() if published <= until)
+    """``factors`` with the FP8 KV-cache reads of the software published by ``published``
+    (:data:`FP8_KV_READ_SHARE`)."""
+    return dataclasses.replace(factors, fp8_kv_read_by_stack=fp8_kv_read_shares(published))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,6 +146,7 @@ class ServingEfficiency:
             fp4_by_stack=tuple(self.fp4_by_stack.items()),
             layer_overhead_s=self.layer_overhead_s,
             layer_overhead_by_stack=tuple(self.layer_overhead_by_stack.items()),
+            fp8_kv_read_by_stack=fp8_kv_read_shares(),
         )
 
     def for_accelerators(self, accelerators: pl.DataFrame, choice: str) -> pl.DataFrame:

@@ -96,9 +96,9 @@ class Factors:
         0.0  # fixed seconds a step costs per layer besides its reads and FLOPs (:func:`step_overhead`)
     )
     layer_overhead_by_stack: tuple[tuple[str, float], ...] = ()  # (stack, seconds a layer) where a stack has its own
-    # Stacks whose attention, in the software of the prediction's time, dequantizes an FP8 KV cache to BF16: the cache
-    # takes FP8's memory, its reads take BF16's time (:data:`workbook.serving.calibration.UNFUSED_FP8_KV`).
-    fp8_kv_read_as_bf16: tuple[str, ...] = ()
+    # (stack, what reading an FP8 KV cache costs attention as a share of a BF16 cache's) where measured, in the software
+    # of the prediction's time (:data:`workbook.serving.calibration.FP8_KV_READ_SHARE`); else half, its bytes'.
+    fp8_kv_read_by_stack: tuple[tuple[str, float], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,12 +249,13 @@ def _per_stack(frame: pl.DataFrame, by_stack: tuple[tuple[str, float], ...], def
 
 
 def kv_read_width(factors: Factors, frame: pl.DataFrame, kv_precision: str) -> pl.Expr:
-    """How many times its stored bytes an attention step's KV-cache reads cost: BF16's over FP8's (2) where the row's
-    stack dequantizes an FP8 cache before attention (``factors.fp8_kv_read_as_bf16``), else 1."""
-    if kv_precision != "fp8" or not factors.fp8_kv_read_as_bf16 or "stack" not in frame.columns:
+    """How many times its stored bytes an attention step's FP8 KV-cache reads cost: the row's stack's measured cost as
+    a share of a BF16 cache's (``factors.fp8_kv_read_by_stack``) over the bytes' share, FP8's over BF16's (0.5); 1 for
+    other precisions and unmeasured stacks."""
+    if kv_precision != "fp8":
         return pl.lit(1.0)
-    ratio = sv.BYTES_PER_ELEMENT["bf16"] / sv.BYTES_PER_ELEMENT["fp8"]
-    return pl.when(pl.col("stack").is_in(list(factors.fp8_kv_read_as_bf16))).then(ratio).otherwise(1.0)
+    bytes_share = sv.BYTES_PER_ELEMENT["fp8"] / sv.BYTES_PER_ELEMENT["bf16"]
+    return _per_stack(frame, factors.fp8_kv_read_by_stack, bytes_share) / bytes_share
 
 
 def step_overhead(factors: Factors, frame: pl.DataFrame, layers) -> pl.Expr:

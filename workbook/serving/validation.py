@@ -10,10 +10,10 @@ then (its earliest where it has none by then: :func:`workbook.serving.calibratio
 efficiencies re-fitted with those costs (``layer_overhead_s`` per row). The product uses the newest; a result from
 before a stack's newest batch-1 results would otherwise be charged a lighter release's cost than the one it ran (Krai's
 vLLM 0.9.2 runs of September 2025: vLLM's 2024 CI, 81 us a layer, not vLLM 0.19's 44 us of April 2026; within MLPerf's
-Interactive limits 1.30x, 1.49x with 0.19's). Likewise an FP8 KV cache that its stack's attention of the time
-dequantized is read at BF16's cost (:data:`workbook.serving.calibration.UNFUSED_FP8_KV`: vLLM on CUDA through v0.11.2;
-Red Hat's one-GPU vLLM 0.10 results of MLPerf v5.1, H100 Offline 1.16x, L40S 1.30x and 1.58x, were 1.39x, 1.65x and
-2.03x read at FP8's cost).
+Interactive limits 1.30x, 1.49x with 0.19's). Likewise an FP8 KV cache is read at the cost its stack's software of the
+time measured (:data:`workbook.serving.calibration.FP8_KV_READ_SHARE`: vLLM 0.10.2 63% of a BF16 cache's; Red Hat's
+one-GPU vLLM 0.10 results of MLPerf v5.1, H100 Offline 1.32x, L40S 1.54x and 1.89x, were 1.39x, 1.65x and 2.03x read
+at half).
 This is the honest error: a result is never predicted from itself. ``by_round`` shows it per round, so
 software drift is visible. Two exceptions, stated: the all-reduce efficiency is fitted on the H100 TP2 / H200 TP1
 pairs (MLPerf v4.1, v5.1) and each vendor's FP4 factor on one offline result (NVIDIA: MLPerf v5.0's B200; AMD: MLPerf
