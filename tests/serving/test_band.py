@@ -57,25 +57,30 @@ def test_a_chip_or_stack_with_no_result_takes_the_next_wider_range_and_says_so(b
 
 
 def test_a_chip_with_results_under_another_stack_carries_them_into_the_range(band):
-    # L40S has published results within latency limits with stock vLLM (Red Hat, MLPerf v5.1: the model serves 1.89x of
-    # the published figure) but none with TensorRT-LLM: TensorRT-LLM on L40S spans TensorRT-LLM's errors on other chips
-    # and vLLM's on L40S, not TensorRT-LLM's alone (measured when written: 0.53x-1.46x published / predicted, 22
-    # results, where TensorRT-LLM's 21 alone gave 0.69x-1.46x). A chip with no result under any stack keeps the stack's.
-    options = pl.DataFrame({"stack": ["trtllm", "trtllm", "vllm-cuda"], "accelerator_id": ["l40s", "gh200", "l40s"]})
+    # B200 has published results within latency limits with TensorRT-LLM but none with vLLM: vLLM on B200 spans vLLM's
+    # errors on other chips and TensorRT-LLM's on B200, not vLLM's alone (measured when written: 0.53x-1.05x
+    # published / predicted, 10 results). L40S has both (Fujitsu's TensorRT-LLM, MLPerf v4.1: 0.89x; Red Hat's stock
+    # vLLM, v5.1: 0.53x), so each stack keeps its own there. A chip with no result under any stack keeps the stack's.
+    options = pl.DataFrame(
+        {
+            "stack": ["vllm-cuda", "trtllm", "vllm-cuda", "trtllm"],
+            "accelerator_id": ["b200", "h100-pcie", "l40s", "l40s"],
+        }
+    )
     ranges = {(o["stack"], o["accelerator_id"]): o for o in band.for_options(options).iter_rows(named=True)}
     shared = band.errors.filter(~pl.col("disaggregated"))
-    own = shared.filter((pl.col("stack") == "vllm-cuda") & (pl.col("accelerator_id") == "l40s"))
-    others = shared.filter((pl.col("stack") == "trtllm") & (pl.col("accelerator_id") != "l40s"))
-    assert own.height > 0 and others.height > 0
-    beside = ranges["trtllm", "l40s"]
+    chip = shared.filter((pl.col("stack") == "trtllm") & (pl.col("accelerator_id") == "b200"))
+    others = shared.filter((pl.col("stack") == "vllm-cuda") & (pl.col("accelerator_id") != "b200"))
+    assert chip.height > 0 and others.height > 0
+    beside = ranges["vllm-cuda", "b200"]
     assert beside["model_error_scope"] == "stack and chip"
-    assert beside["model_error_results"] == own.height + others.height
-    assert beside["model_error_high"] == pytest.approx(max(own["error"].max(), others["error"].max(), 0.0))
-    assert beside["model_error_low"] == pytest.approx(min(own["error"].min(), others["error"].min(), 0.0))
-    assert ranges["vllm-cuda", "l40s"]["model_error_scope"] == "chip"
-    assert ranges["trtllm", "gh200"]["model_error_scope"] == "stack"
-    line = recommend.range_line({**beside, "stack_name": "TensorRT-LLM", "chips": 4, **PRICES})
-    assert "no published result of TensorRT-LLM within latency limits; TensorRT-LLM's on other chips and other " in line
+    assert beside["model_error_results"] == chip.height + others.height
+    assert beside["model_error_high"] == pytest.approx(max(chip["error"].max(), others["error"].max(), 0.0))
+    assert beside["model_error_low"] == pytest.approx(min(chip["error"].min(), others["error"].min(), 0.0))
+    assert ranges["vllm-cuda", "l40s"]["model_error_scope"] == ranges["trtllm", "l40s"]["model_error_scope"] == "chip"
+    assert ranges["trtllm", "h100-pcie"]["model_error_scope"] == "stack"
+    line = recommend.range_line({**beside, "stack_name": "vLLM on CUDA", "chips": 4, **PRICES})
+    assert "no published result of vLLM on CUDA within latency limits; vLLM on CUDA's on other chips and other " in line
 
 
 def test_the_cost_range_widens_the_price_spread_by_the_models_error(cat):
@@ -127,7 +132,7 @@ def test_shared_replicas_and_separate_pools_take_the_errors_of_their_own_kind(ba
     errors = band.errors.filter(pl.col("stack") == "trtllm")
     assert errors["disaggregated"].any() and not errors["disaggregated"].all()
     options = pl.DataFrame(
-        {"stack": ["trtllm", "trtllm"], "accelerator_id": ["gh200", "gh200"], "disaggregated": [False, True]}
+        {"stack": ["trtllm", "trtllm"], "accelerator_id": ["h100-pcie", "h100-pcie"], "disaggregated": [False, True]}
     )
     for o in band.for_options(options).iter_rows(named=True):
         kind = errors.filter(pl.col("disaggregated") == o["disaggregated"])

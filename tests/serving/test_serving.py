@@ -331,10 +331,10 @@ def test_red_hats_one_gpu_vllm_results_are_held_out(validated):
     # benchmark on one L40S (pull request #6677, July 2024) reaches 299-449 TFLOPS on Llama's shapes at 512 tokens
     # (median 369, half the datasheet's 733 dense), where the MAMF finder measures 71-78% of the FP8 peak on H100, H200,
     # GH200 and B200 (github stas00/ml-engineering@744d01e compute/accelerator/README.md); with L40S's FP8 at its BF16
-    # rate the three L40S results came within 0.98x-1.14x (before the KV reads of its time). Not yet modelled: NVIDIA
-    # chips carry no sustained-rate factor (:mod:`workbook.model.sustained`), so the L40S misses stay in the
-    # newest-results bound (test_no_newest_result_is_off_by_more_than_the_target) and widen every stack's cost range
-    # on L40S (test_band).
+    # rate the three L40S results came within 0.98x-1.14x (before the KV reads of its time). But TensorRT-LLM on eight
+    # L40S holds (test_tensorrt_llm_on_l40s_over_pcie_is_held_out), so the miss is vLLM's port to Ada, not the chip's
+    # rate: not modelled; the L40S misses stay in the newest-results bound
+    # (test_no_newest_result_is_off_by_more_than_the_target) and in vLLM's cost range on L40S (test_band).
     rows = validated.filter(pl.col("run_id").str.contains("-redhat-"))
     assert rows.height == 12 and rows["predicted_value"].is_not_null().all()
     assert set(rows["basis"].str.extract(r"\((MLPerf v[0-9.]+)\)$")) == {"MLPerf v5.1"}
@@ -343,6 +343,38 @@ def test_red_hats_one_gpu_vllm_results_are_held_out(validated):
     assert throughput["abs_error"].item() <= math.log(1.2)
     tpot = h100.filter((pl.col("measure") == "tpot_ms") & (pl.col("statistic") == "mean"))
     assert tpot.height == 1 and tpot["abs_error"].item() <= validation.TARGET_LATENCY
+
+
+def test_tensorrt_llm_on_l40s_over_pcie_is_held_out(validated):
+    # Fujitsu's MLPerf v4.1 closed result: eight L40S in a PCIe box (no NVLink), two TensorRT-LLM TP4 engines serving
+    # Llama 2 70B FP8, predicted from NVIDIA's H100/H200 results of the same round. Each step's all-reduces cross PCIe
+    # (they are most of a decode step at TP4), so it tests the PCIe all-reduce and L40S's rates under TensorRT-LLM
+    # (measured when written: Offline 0.90x, Server 0.89x; the Server's mean / p99 first token 1.03x / 0.81x, time per
+    # output token 1.23x / 1.13x), where stock vLLM on one L40S is 1.89x.
+    rows = validated.filter(pl.col("run_id").str.contains("-fujitsu-l40sx8-"))
+    assert rows.height == 6 and rows["predicted_value"].is_not_null().all()
+    assert set(rows["basis"].str.extract(r"\((MLPerf v[0-9.]+)\)$")) == {"MLPerf v4.1"}
+    throughput = rows.filter(pl.col("measure") == "tokens_per_s")
+    assert (throughput["abs_error"] <= math.log(1.25)).all()
+    latency = rows.filter(pl.col("measure") != "tokens_per_s")
+    assert (latency["abs_error"] <= validation.TARGET_LATENCY).all()
+
+
+def test_one_gh200_96gb_is_held_out_and_its_latencies_hold_at_the_published_load(validated):
+    # QCT's MLPerf v4.1 closed result on one GH200 96GB (the app's default serving chip), TensorRT-LLM TP1 serving
+    # Llama 2 70B FP8, predicted from NVIDIA's H100/H200 results of the same round (measured when written: Offline
+    # 1.08x, Server 1.25x). The Server run stopped at 80% of the model's highest load within the limits (its p99 time
+    # per output token 71 ms against a 200 ms limit), so its latencies at that edge are off (p99 first token 6.9x: the
+    # slot queue's edge), but at the published load all four are within 13% (first token 0.99x / 0.87x, per token
+    # 1.03x / 0.99x, mean / p99): the model reads the chip right; where a submitter stops is not in its settings.
+    rows = validated.filter(pl.col("run_id").str.contains("-qct-gh200x1-"))
+    assert rows.height == 6 and rows["predicted_value"].is_not_null().all()
+    throughput = rows.filter(pl.col("measure") == "tokens_per_s")
+    assert (throughput["abs_error"] <= validation.TARGET_THROUGHPUT_WORST).all()
+    latency = rows.filter(pl.col("measure") != "tokens_per_s")
+    at_load = (latency["predicted_at_published_load"] / latency["published_value"]).log().abs()
+    assert latency.height == 4 and (at_load <= validation.TARGET_LATENCY).all()
+    assert (latency["published_load_fraction"] < latency["max_load_fraction"]).all()
 
 
 def test_each_result_is_predicted_with_the_batch_1_results_of_its_time():
@@ -468,9 +500,12 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     latency = validation.server_latency(validated)
     assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
     assert set(latency["statistic"]) == {"mean", "p99"}  # every published statistic is compared like with like
-    # Measured when written, with Red Hat's one-GPU vLLM 0.10 Server results (MLPerf v5.1, Llama 3.1 8B on H100 and
-    # L40S: 6 of their 8 rows within 30%): 154 of 224 within 30%, 162 at 1% less traffic (161 before vLLM's FP8 KV
-    # cache was read at its measured cost). Before them, with MLPerf v6.1
+    # Measured when written, with QCT's one GH200 96GB (MLPerf v4.1, Llama 2 70B: 0 of 4 at the model's edge, 4 of 4
+    # at the published load: test_one_gh200_96gb_is_held_out_and_its_latencies_hold_at_the_published_load) and
+    # Fujitsu's TensorRT-LLM Server result on eight L40S (v4.1, Llama 2 70B: 4 of 4 within 30%): 158 of 232 within 30%,
+    # 166 at 1% less traffic. With Red Hat's one-GPU vLLM 0.10 Server results
+    # (MLPerf v5.1, Llama 3.1 8B on H100 and L40S: 6 of their 8 rows within 30%): 154 of 224 within 30%, 162 at 1% less
+    # traffic (161 before vLLM's FP8 KV cache was read at its measured cost). Before them, with MLPerf v6.1
     # (September 2026, a round published after the model was built: MI355X on
     # Llama 2 70B and 8B, AMD's and MiTAC's; one H200 on 8B): 148 of 216 within 30%, 157 at 1% less traffic (v6.1 16
     # of 28, 19; Llama 2 70B Interactive 41 of 44, Server 47 of 72: MI355X's Server runs stopped at a mean TPOT of
@@ -504,10 +539,10 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     interactive = latency.filter((pl.col("tpot_limit_ms") == 40) & pl.col("run_id").str.contains("llama2"))
     assert interactive.height == 44 and interactive["within_target"].sum() >= 41
     server = latency.filter((pl.col("tpot_limit_ms") == 200) & pl.col("run_id").str.contains("llama2"))
-    assert server.height == 72 and server["within_target"].sum() >= 47
-    assert latency["within_target"].sum() >= 154
+    assert server.height == 80 and server["within_target"].sum() >= 51
+    assert latency["within_target"].sum() >= 158
     near = latency["error_near_max"].abs() <= validation.TARGET_LATENCY
-    assert near.sum() >= 162
+    assert near.sum() >= 166
     edge = latency.filter((pl.col("statistic") == "p99") & (pl.col("measure") == "ttft_ms"))
     assert (edge["predicted_value"] >= edge["predicted_near_max"]).all()  # latency only climbs toward the edge
     # AMD's harness holds queries 300 ms and hands each batch to one GPU: its first tokens take ~1 s, not ~0.3 s.

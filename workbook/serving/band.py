@@ -9,9 +9,11 @@ a chip's model keeps the one before: MLPerf v6.1 ran H200 only on Llama 3.1 8B, 
 405B results stay in H200's range). ``low`` / ``high`` are the lowest and
 highest ln(predicted / published), widened to include 0 so that the model's own answer lies inside: of the
 option's chip with its stack where it has such results; else of the stack on other chips together with the chip's
-results with other stacks, where it has some (what the model gets wrong about a chip, it gets wrong under every
-stack: stock vLLM on one L40S served 0.53x of the model's figure, so TensorRT-LLM on L40S, with no result of its own,
-carries that beside TensorRT-LLM's errors on other chips); else of the stack on other chips; else of every result
+results with other stacks, where it has some (without results of both, the model cannot tell an error about the chip
+from one about the stack's port to it, so it carries both: vLLM on B200, with no result of its own, carries
+TensorRT-LLM's on B200 beside vLLM's on other chips; on L40S, which has both, they differ: TensorRT-LLM 0.89x
+published / predicted within MLPerf's Server limits, stock vLLM 0.53x); else of the stack on other chips; else of
+every result
 (``model_error_scope`` says which: chip, stack and chip, stack, all). Results served from separate prefill and decode
 pools (``prefill_chips`` published) test the pools' formulas, not a shared replica's, so each kind of option takes the
 errors of its own kind (``disaggregated``) at the chip and stack levels; every result at the last.
