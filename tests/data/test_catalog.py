@@ -157,6 +157,8 @@ def test_bad_override_names_file_row_and_column(tmp_path, body, expected):
         ("serving_engine_defaults.csv", 2, "trtllm,any,8192,", "trtllm,any,0,", "column max_tokens_per_step"),
         ("sustained_compute.csv", 2, "mi300x,fp16,", "mi300y,fp16,", ", column accelerator_id"),
         ("sustained_compute.csv", 3, "mi300x,bf16,", "mi300x,fp32,", "column precision"),
+        # a sibling is measured against a chip's own row of the same precision
+        ("sustained_compute.csv", 9, ",h100-sxm", ",h200", ", column relative_to: 'h200' has no bf16 row"),
         ("reference_runs.csv", 2, ",4194304,job_total", ",4194304,elapsed", "column chip_hours_basis"),
         ("reference_runs.csv", 2, ",4194304,job_total", ",0,job_total", "column global_batch_tokens"),
         ("reference_runs.csv", 2, ",4194304,job_total", ",4194304,", ": fails a full run with reported_chip_hours"),
@@ -226,4 +228,11 @@ def test_sustained_compute_rates_are_sourced_and_the_same_die_at_more_power_hold
     assert peaks["mi300x"] == peaks["mi325x"] and fp8["mi325x"] / fp8["mi300x"] == pytest.approx(1.19, abs=0.01)
     factor = dict(zip(*cat.accelerators.select("accelerator_id", "sustained_compute_factor"), strict=True))
     assert factor["mi325x"] / factor["mi300x"] == pytest.approx(1.19, abs=0.01)
-    assert factor["h100-sxm"] == factor["mi355x"] == 1.0  # unmeasured: no adjustment
+    assert factor["mi355x"] == 1.0  # unmeasured: its vendor's average
+    # H100 PCIe (350 W) against H100 SXM (700 W), one benchmark on both: 0.81 of SXM's fraction of peak; SXM, NVIDIA's
+    # only measured chip, keeps 1, as every unmeasured NVIDIA chip
+    assert factor["h100-pcie"] == pytest.approx(0.81, abs=0.01)
+    assert factor["h100-sxm"] == factor["h200"] == factor["b200"] == 1.0
+    sibling = table.filter(pl.col("relative_to").is_not_null()).row(0, named=True)
+    reference = table.filter((pl.col("accelerator_id") == sibling["relative_to"]) & pl.col("relative_to").is_null())
+    assert reference["source"].to_list() == [sibling["source"]]  # the same benchmark on both

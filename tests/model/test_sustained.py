@@ -31,3 +31,23 @@ def test_bf16_is_used_where_a_chip_has_no_fp8_measurement():
     assert factors.columns == ["accelerator_id", FACTOR_COLUMN] and factors.height == PEAKS.height
     by_id = dict(zip(*factors, strict=True))
     assert by_id["a1"] == pytest.approx(0.5 / 0.625) and by_id["a3"] == pytest.approx(0.75 / 0.625)
+
+
+def test_a_power_limited_sibling_takes_its_measured_ratio_to_its_full_power_part():
+    # n1 measured alone for its vendor (factor 1); n2 by the same benchmark at 0.6 of its peak where n1 reaches 0.8
+    peaks = PEAKS.vstack(
+        pl.DataFrame(
+            {"accelerator_id": ["n2"], "vendor": ["nvidia"], "fp8_flops_per_s": [None], "bf16_flops_per_s": [5e14]}
+        )
+    )
+    measured = pl.DataFrame(
+        {
+            "accelerator_id": ["a1", "n1", "n2"],
+            "precision": ["fp8", "bf16", "bf16"],
+            "max_achievable_flops_per_s": [0.8e15, 0.8e15, 0.3e15],
+            "relative_to": [None, None, "n1"],
+        }
+    )
+    factors = dict(zip(*sustained_compute_factors(peaks, measured), strict=True))
+    assert factors["n1"] == 1.0 and factors["n2"] == pytest.approx(0.75)
+    assert factors["a1"] == 1.0 and factors["a2"] == 1.0  # a vendor's own: against its mean (one chip: itself)

@@ -64,7 +64,7 @@ def test_a_chip_with_results_under_another_stack_carries_them_into_the_range(ban
     options = pl.DataFrame(
         {
             "stack": ["vllm-cuda", "trtllm", "vllm-cuda", "trtllm"],
-            "accelerator_id": ["b200", "h100-pcie", "l40s", "l40s"],
+            "accelerator_id": ["b200", "h800", "l40s", "l40s"],
         }
     )
     ranges = {(o["stack"], o["accelerator_id"]): o for o in band.for_options(options).iter_rows(named=True)}
@@ -78,7 +78,7 @@ def test_a_chip_with_results_under_another_stack_carries_them_into_the_range(ban
     assert beside["model_error_high"] == pytest.approx(max(chip["error"].max(), others["error"].max(), 0.0))
     assert beside["model_error_low"] == pytest.approx(min(chip["error"].min(), others["error"].min(), 0.0))
     assert ranges["vllm-cuda", "l40s"]["model_error_scope"] == ranges["trtllm", "l40s"]["model_error_scope"] == "chip"
-    assert ranges["trtllm", "h100-pcie"]["model_error_scope"] == "stack"
+    assert ranges["trtllm", "h800"]["model_error_scope"] == "stack"
     line = recommend.range_line({**beside, "stack_name": "vLLM on CUDA", "chips": 4, **PRICES})
     assert "no published result of vLLM on CUDA within latency limits; vLLM on CUDA's on other chips and other " in line
 
@@ -132,7 +132,7 @@ def test_shared_replicas_and_separate_pools_take_the_errors_of_their_own_kind(ba
     errors = band.errors.filter(pl.col("stack") == "trtllm")
     assert errors["disaggregated"].any() and not errors["disaggregated"].all()
     options = pl.DataFrame(
-        {"stack": ["trtllm", "trtllm"], "accelerator_id": ["h100-pcie", "h100-pcie"], "disaggregated": [False, True]}
+        {"stack": ["trtllm", "trtllm"], "accelerator_id": ["h800", "h800"], "disaggregated": [False, True]}
     )
     for o in band.for_options(options).iter_rows(named=True):
         kind = errors.filter(pl.col("disaggregated") == o["disaggregated"])

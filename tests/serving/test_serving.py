@@ -377,6 +377,25 @@ def test_one_gh200_96gb_is_held_out_and_its_latencies_hold_at_the_published_load
     assert (latency["published_load_fraction"] < latency["max_load_fraction"]).all()
 
 
+def test_h100_pcie_without_nvlink_at_its_power_limited_clock_is_held_out(validated, cat):
+    # ASUSTeK's MLPerf v4.1 closed result: eight H100 PCIe (350 W) with no NVLink stated ("accelerator_interconnect":
+    # "N/A", where the H100 NVL systems of the round state their bridges), four TensorRT-LLM TP2 engines serving Llama 2
+    # 70B FP8. Read as the catalog's bridged pairs at the datasheet's peak it was 1.91x Offline and 2.16x Server; with
+    # its all-reduces over PCIe Gen5 (the run's pcie_bytes_per_s) 1.32x and 1.40x; with the clock the 350 W card holds
+    # under a dense GEMM as well (0.81 of H100 SXM's fraction of peak, torch.mm in one benchmark table) 1.20x and 1.26x
+    # (measured when written).
+    rows = validated.filter(pl.col("run_id").str.contains("-asus-h100pciex8-"))
+    assert rows.height == 6 and rows["predicted_value"].is_not_null().all()
+    assert (
+        cat.inference_runs.filter(pl.col("run_id").str.contains("-asus-h100pciex8-"))["pcie_bytes_per_s"]
+        .is_not_null()
+        .all()
+    )
+    throughput = rows.filter(pl.col("measure") == "tokens_per_s")
+    assert (throughput["abs_error"] <= validation.TARGET_THROUGHPUT_WORST).all()
+    assert (throughput["error"] > 0).all()  # still over-predicted: the rest is not explained
+
+
 def test_each_result_is_predicted_with_the_batch_1_results_of_its_time():
     points = pl.DataFrame(
         {
@@ -500,9 +519,11 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     latency = validation.server_latency(validated)
     assert {"MLPerf v4.1", "MLPerf v5.0"} <= set(latency["round"]) and latency["predicted_value"].is_not_null().all()
     assert set(latency["statistic"]) == {"mean", "p99"}  # every published statistic is compared like with like
-    # Measured when written, with QCT's one GH200 96GB (MLPerf v4.1, Llama 2 70B: 0 of 4 at the model's edge, 4 of 4
-    # at the published load: test_one_gh200_96gb_is_held_out_and_its_latencies_hold_at_the_published_load) and
-    # Fujitsu's TensorRT-LLM Server result on eight L40S (v4.1, Llama 2 70B: 4 of 4 within 30%): 158 of 232 within 30%,
+    # Measured when written, with ASUSTeK's eight H100 PCIe (MLPerf v4.1, Llama 2 70B, no NVLink: 3 of 4): 161 of 236
+    # within 30%, 170 at 1% less traffic. With QCT's one GH200 96GB (MLPerf v4.1, Llama 2 70B: 0 of 4 at the model's
+    # edge, 4 of 4 at the published load:
+    # test_one_gh200_96gb_is_held_out_and_its_latencies_hold_at_the_published_load) and Fujitsu's TensorRT-LLM Server
+    # result on eight L40S (v4.1, Llama 2 70B: 4 of 4 within 30%): 158 of 232 within 30%,
     # 166 at 1% less traffic. With Red Hat's one-GPU vLLM 0.10 Server results
     # (MLPerf v5.1, Llama 3.1 8B on H100 and L40S: 6 of their 8 rows within 30%): 154 of 224 within 30%, 162 at 1% less
     # traffic (161 before vLLM's FP8 KV cache was read at its measured cost). Before them, with MLPerf v6.1
@@ -539,10 +560,10 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     interactive = latency.filter((pl.col("tpot_limit_ms") == 40) & pl.col("run_id").str.contains("llama2"))
     assert interactive.height == 44 and interactive["within_target"].sum() >= 41
     server = latency.filter((pl.col("tpot_limit_ms") == 200) & pl.col("run_id").str.contains("llama2"))
-    assert server.height == 80 and server["within_target"].sum() >= 51
-    assert latency["within_target"].sum() >= 158
+    assert server.height == 84 and server["within_target"].sum() >= 54
+    assert latency["within_target"].sum() >= 161
     near = latency["error_near_max"].abs() <= validation.TARGET_LATENCY
-    assert near.sum() >= 166
+    assert near.sum() >= 170
     edge = latency.filter((pl.col("statistic") == "p99") & (pl.col("measure") == "ttft_ms"))
     assert (edge["predicted_value"] >= edge["predicted_near_max"]).all()  # latency only climbs toward the edge
     # AMD's harness holds queries 300 ms and hands each batch to one GPU: its first tokens take ~1 s, not ~0.3 s.

@@ -325,6 +325,20 @@ def _unknown_ids(frame: pl.DataFrame, known: list[str], label: str, column: str 
         )
 
 
+def _check_sustained(frame: pl.DataFrame, known: list[str], label: str) -> None:
+    """Known chips, and every sibling's ``relative_to`` a chip with a row of its own in the same precision."""
+    _unknown_ids(frame, known, label)
+    own = frame.filter(pl.col("relative_to").is_null()).select(relative_to="accelerator_id", precision="precision")
+    siblings = frame.with_row_index("_i").filter(pl.col("relative_to").is_not_null())
+    bad = siblings.join(own, on=["relative_to", "precision"], how="anti").sort("_i")
+    if bad.height:
+        row = bad.row(0, named=True)
+        raise DataError(
+            f"{label} {_line(row['_i'])}, column relative_to: {row['relative_to']!r} has no {row['precision']} row "
+            f"of its own to be measured against; chips with one: {', '.join(sorted(set(own['relative_to'])))}"
+        )
+
+
 SHAPE_PARAMS_TOLERANCE = 0.05  # a run's parameter count and its named shape's agree within 5%
 
 
@@ -490,7 +504,7 @@ def _load(root: Path, price_overrides: Path | str | None) -> Catalog:
     engine_defaults = read_table(root / "serving_engine_defaults.csv", schemas.ServingEngineDefaults)
     _unknown_ids(engine_defaults, [*known, "any"], str(root / "serving_engine_defaults.csv"))
     sustained = read_table(root / "sustained_compute.csv", schemas.SustainedCompute)
-    _unknown_ids(sustained, known, str(root / "sustained_compute.csv"))
+    _check_sustained(sustained, known, str(root / "sustained_compute.csv"))
     accelerators = accelerators.join(sustained_compute_factors(accelerators, sustained), on="accelerator_id")
     proxies = read_table(root / "mfu_proxies.csv", schemas.MfuProxies)
     _unknown_ids(proxies, known, str(root / "mfu_proxies.csv"))

@@ -314,14 +314,18 @@ SERVING_STACKS = ("trtllm", "trtllm-static", "vllm-cuda", "vllm-rocm", "jetstrea
 
 
 class SustainedCompute(pa.DataFrameModel):
-    """Dense matrix-multiply rates a chip sustains, measured by its vendor (max-achievable FLOPs: the best large
-    GEMM at the clock the chip holds under that load, below the boost clock its datasheet peak assumes)."""
+    """Dense matrix-multiply rates a chip sustains (max-achievable FLOPs: the best large GEMM at the clock the chip
+    holds under that load, below the boost clock its datasheet peak assumes), measured by its vendor, or, for a
+    power-limited sibling of a chip (``relative_to``), by one source on both with the same benchmark."""
 
     accelerator_id: str = pa.Field(str_matches=SLUG)  # one of accelerators.csv (checked on load)
     precision: str = pa.Field(isin=("fp16", "bf16", "fp8", "fp4"))
     max_achievable_flops_per_s: float = pa.Field(gt=0)
-    median_clock_mhz: float = pa.Field(gt=0)
+    median_clock_mhz: Optional[float] = pa.Field(nullable=True, gt=0)  # where the source gives it
     watts: float = pa.Field(gt=0)  # the power limit the chip ran at
+    # the chip this one is measured against (its row of the same precision, from the same source): the factor is
+    # that chip's times the ratio of their fractions of peak (null: a vendor's measurement, against its other chips)
+    relative_to: Optional[str] = pa.Field(nullable=True, str_matches=SLUG)
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
     notes: Optional[str] = pa.Field(nullable=True)
@@ -407,6 +411,9 @@ class InferenceRuns(pa.DataFrameModel):
     # columns above (tensor_parallel, max_seqs, max_tokens_per_step) then describe the decode pool, of the other chips.
     prefill_chips: Optional[int] = pa.Field(nullable=True, ge=1)
     prefill_tensor_parallel: Optional[int] = pa.Field(nullable=True, ge=1)
+    # A system whose cards have no NVLink between them though the accelerator's row assumes some (H100 PCIe: bridged
+    # pairs): tensor parallel crosses PCIe at this rate, both directions together (null: the accelerator's own link)
+    pcie_bytes_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
     scheduler_source: Optional[str] = pa.Field(nullable=True)  # where the settings above are published
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)

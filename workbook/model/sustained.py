@@ -7,7 +7,14 @@ The serving compute efficiencies are fitted per software stack across its chips
 (:mod:`workbook.serving.calibration`), so a chip's sustained rate enters as a factor on its peak relative to its
 vendor's measured chips: fraction = max-achievable / datasheet peak (FP8, else BF16), **factor = fraction / the mean
 fraction of the vendor's measured chips** (MI300X 0.91, MI325X 1.09). A chip with no measurement takes 1: its
-vendor's mean (MI355X), or no adjustment where the vendor has none measured (NVIDIA, Google, AWS).
+vendor's mean (MI355X), or no adjustment where the vendor has none measured (Google, AWS).
+
+A power-limited sibling is measured against its full-power part (``relative_to``) by one source with one benchmark
+(NVIDIA publishes no max-achievable FLOPs): **factor = its fraction / the part's fraction x the part's factor**.
+H100 PCIe (350 W) against H100 SXM (700 W), torch.mm in BF16: 496 of 756 TFLOPS against 798 of 989, 0.81 (H800
+PCIe, the same card for China, 504: 0.83). H100 SXM's own row is the reference: alone among NVIDIA's, its factor is
+1, as every unmeasured NVIDIA chip's. The ratio is taken for FP8 as well: the clock a power limit holds is the
+chip's, whatever the precision.
 """
 
 from __future__ import annotations
@@ -25,18 +32,40 @@ def sustained_compute_factors(accelerators: pl.DataFrame, measured: pl.DataFrame
     peak = pl.coalesce(
         *(pl.when(pl.col("precision") == name).then(pl.col(column)) for name, column in PRECISION_PEAK.items())
     )
-    fractions = (
+    if "relative_to" not in measured.columns:
+        measured = measured.with_columns(relative_to=pl.lit(None, dtype=pl.String))
+    rows = (
         measured.filter(pl.col("precision").is_in(order))
         .join(accelerators.select("accelerator_id", "vendor", *PRECISION_PEAK.values()), on="accelerator_id")
         .with_columns(fraction=pl.col("max_achievable_flops_per_s") / peak)
         .filter(pl.col("fraction").is_not_null())
+    )
+    absolute = (
+        rows.filter(pl.col("relative_to").is_null())
         .sort(pl.col("precision").replace_strict(order, list(range(len(order)))))
         .group_by("accelerator_id", maintain_order=True)
         .first()
         .with_columns((pl.col("fraction") / pl.col("fraction").mean().over("vendor")).alias(FACTOR_COLUMN))
     )
+    reference = rows.filter(pl.col("relative_to").is_null()).join(
+        absolute.select("accelerator_id", FACTOR_COLUMN), on="accelerator_id"
+    )
+    siblings = rows.filter(pl.col("relative_to").is_not_null()).join(
+        reference.select(
+            relative_to="accelerator_id", precision="precision", _ref=pl.col("fraction"), _f=FACTOR_COLUMN
+        ),
+        on=["relative_to", "precision"],
+    )
+    factors = pl.concat(
+        [
+            absolute.select("accelerator_id", FACTOR_COLUMN),
+            siblings.select(
+                "accelerator_id", (pl.col("fraction") / pl.col("_ref") * pl.col("_f")).alias(FACTOR_COLUMN)
+            ),
+        ]
+    )
     return (
         accelerators.select("accelerator_id")
-        .join(fractions.select("accelerator_id", FACTOR_COLUMN), on="accelerator_id", how="left")
+        .join(factors, on="accelerator_id", how="left")
         .with_columns(pl.col(FACTOR_COLUMN).fill_null(1.0))
     )

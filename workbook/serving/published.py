@@ -78,6 +78,8 @@ def _replicas(
     acc = accelerators.filter(pl.col("accelerator_id") == run["accelerator_id"]).with_columns(
         eta_bw=pl.lit(eta_bw), eta_c=pl.lit(eta_c), stack=pl.lit(run["stack"])
     )
+    if run.get("pcie_bytes_per_s"):  # no NVLink in this system: its cards' tensor parallel crosses PCIe
+        acc = acc.with_columns(scaleup_domain_chips=pl.lit(1), scaleup_bytes_per_s=pl.lit(run["pcie_bytes_per_s"]))
     frame = replica.configs(acc).filter(
         (pl.col("pipeline_parallel") == 1)
         & (pl.col("tensor_parallel") <= run["chips"])

@@ -193,7 +193,8 @@ def _sustained_words(o: dict) -> str:
         return ""
     return (
         f"Per unit of datasheet peak, this chip sustains {factor:.2f}x the matmul rate of its vendor's measured chips "
-        "on average (the clock it holds under a dense GEMM at its power limit: the vendor's max-achievable FLOPs). "
+        "on average (the clock it holds under a dense GEMM at its power limit, as measured: a vendor's max-achievable "
+        "FLOPs, or one benchmark run on this chip and its full-power sibling). "
     )
 
 

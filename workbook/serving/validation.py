@@ -39,14 +39,15 @@ error on the system into a several-fold latency error
 (H100 v4.1 Llama 2 70B: published load 0.77 of the model's capacity, TPOT 79 ms predicted vs 155 ms published).
 Under tight limits the latencies are set by the limits, and the throughput row is the test: the load the model
 reaches within them. Measured with the formulas checked against the engine's simulation (:func:`against_simulation`)
-and each step's fixed cost charged per layer: 158 of the 232 MLPerf rows within 30% at the edge, 166 at 1% less
-traffic, with QCT's one GH200 96GB of v4.1 (0 of 4: its Server run stopped at 80% of the model's highest load; at
-its published load all 4 within 13%), Fujitsu's TensorRT-LLM Server result on eight L40S of v4.1 (4 of 4), Red Hat's
-one-GPU vLLM 0.10 Server results of v5.1 (6 of 8) and MLPerf v6.1 (September 2026, gathered after the model was
-built: 16 of its 28 rows); before those, 148 of 216 and 157; before v6.1, 132 of 188 (v6.0 29 of 44) and 138 (136
-before MI325X's sustained clock; 129 and 132 with one fixed cost a step; 130 and 135 before MI355X's v6.0 Server
-engine admitted prompts every third step, as AMD's scheduler patch does above 1,216 running requests). MLPerf v6.1's
-22 throughput results: median |ln error| 0.064, worst 1.26x.
+and each step's fixed cost charged per layer: 161 of the 236 MLPerf rows within 30% at the edge, 170 at 1% less
+traffic, with ASUSTeK's eight H100 PCIe of v4.1 (3 of 4: no NVLink, its all-reduces over PCIe), QCT's one GH200 96GB
+of v4.1 (0 of 4: its Server run stopped at 80% of the model's highest load; at its published load all 4 within 13%),
+Fujitsu's TensorRT-LLM Server result on eight L40S of v4.1 (4 of 4), Red Hat's one-GPU vLLM 0.10 Server results of
+v5.1 (6 of 8) and MLPerf v6.1 (September 2026, gathered after the model was built: 16 of its 28 rows); before those,
+148 of 216 and 157; before v6.1, 132 of 188 (v6.0 29 of 44) and 138 (136 before MI325X's sustained clock; 129 and
+132 with one fixed cost a step; 130 and 135 before MI355X's v6.0 Server engine admitted prompts every third step, as
+AMD's scheduler patch does above 1,216 running requests). MLPerf v6.1's 22 throughput results: median |ln error|
+0.064, worst 1.26x.
 """
 
 from __future__ import annotations
