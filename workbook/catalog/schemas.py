@@ -414,6 +414,10 @@ class InferenceRuns(pa.DataFrameModel):
     # A system whose cards have no NVLink between them though the accelerator's row assumes some (H100 PCIe: bridged
     # pairs): tensor parallel crosses PCIe at this rate, both directions together (null: the accelerator's own link)
     pcie_bytes_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
+    # The engine that ran, where the stack has had more than one and it was not the stack's current one: vLLM's V0,
+    # before V1 became the default (vLLM 0.8, March 2025) and, in 0.8-0.10, wherever V1 lacked a feature the run used
+    # (null: the stack's current engine). A result is predicted from its engine's results (workbook.serving.validation).
+    engine: Optional[str] = pa.Field(nullable=True, eq="vllm-v0")  # the one engine so far (pandera: isin of one fails)
     scheduler_source: Optional[str] = pa.Field(nullable=True)  # where the settings above are published
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)

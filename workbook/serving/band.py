@@ -6,14 +6,14 @@ The results are those that ask the serving card's question, how much a system se
 result of its own system (:func:`workbook.serving.validation.validate`); for each accelerator, model and kind of
 replica the newest round it ran in with the stack (the software a buyer would run on it today; a round that left out
 a chip's model keeps the one before: MLPerf v6.1 ran H200 only on Llama 3.1 8B, one GPU, so v5.1's Llama 2 70B and
-405B results stay in H200's range). ``low`` / ``high`` are the lowest and
+405B results stay in H200's range), on the stack's current engine (a result that ran vLLM's retired V0 engine,
+``engine``, tests the model on that engine, not the answer's). ``low`` / ``high`` are the lowest and
 highest ln(predicted / published), widened to include 0 so that the model's own answer lies inside: of the
 option's chip with its stack where it has such results; else of the stack on other chips together with the chip's
 results with other stacks, where it has some (without results of both, the model cannot tell an error about the chip
-from one about the stack's port to it, so it carries both: vLLM on B200, with no result of its own, carries
-TensorRT-LLM's on B200 beside vLLM's on other chips; on L40S, which has both, they differ: TensorRT-LLM 0.89x
-published / predicted within MLPerf's Server limits, stock vLLM 0.53x); else of the stack on other chips; else of
-every result
+from one about the stack's port to it, so it carries both: vLLM on B200 or L40S, with no result of its own on vLLM's
+current engine, carries TensorRT-LLM's on that chip beside vLLM's on other chips); else of the stack on other chips;
+else of every result
 (``model_error_scope`` says which: chip, stack and chip, stack, all). Results served from separate prefill and decode
 pools (``prefill_chips`` published) test the pools' formulas, not a shared replica's, so each kind of option takes the
 errors of its own kind (``disaggregated``) at the chip and stack levels; every result at the last.
@@ -96,6 +96,7 @@ def throughput_band(cat: Catalog) -> ThroughputBand:
         (pl.col("scenario") == "server")
         & (pl.col("measure") == "tokens_per_s")
         & pl.col("stack").is_in(list(STACK_NAMES))
+        & pl.col("engine").is_null()  # an answer runs each stack's current engine, not vLLM's retired V0
     )
     pools = pl.col("prefill_chips").is_not_null()
     newest = rows.filter(is_newest("stack", "accelerator_id", "model", pools))

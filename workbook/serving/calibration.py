@@ -221,7 +221,7 @@ def _overhead_points(runs: pl.DataFrame) -> pl.DataFrame:
 
 def _ids(r: dict) -> dict:
     ids = {k: r[k] for k in ("run_id", "stack", "round", "published", "accelerator_id")}
-    return {**ids, "system": f"{r['stack']}|{r['accelerator_id']}|{r['round']}"}
+    return {**ids, "engine": r.get("engine"), "system": f"{r['stack']}|{r['accelerator_id']}|{r['round']}"}
 
 
 def _throughput_runs(cat: Catalog) -> pl.DataFrame:
@@ -418,7 +418,7 @@ def newest_round(points: pl.DataFrame) -> pl.DataFrame:
 
 
 def _stack_table(compute: pl.DataFrame, eta_bw: dict, overhead: dict, overhead_basis: dict) -> pl.DataFrame:
-    fitted = newest_round(compute)
+    fitted = newest_round(compute.filter(pl.col("engine").is_null()))  # an answer runs each stack's current engine
     return fitted.with_columns(
         eta_bw=pl.col("stack").replace_strict(eta_bw, return_dtype=pl.Float64),
         layer_overhead_s=pl.col("stack").replace_strict(overhead, return_dtype=pl.Float64),
