@@ -15,7 +15,8 @@ time measured (:data:`workbook.serving.calibration.FP8_KV_READ_SHARE`: vLLM 0.10
 one-GPU vLLM 0.10 results of MLPerf v5.1, H100 Offline 1.32x, L40S 1.54x and 1.89x, were 1.39x, 1.65x and 2.03x read
 at half). And a result that ran an engine its stack has since retired (``engine``: vLLM's V0, which vLLM 0.8-0.10 fell
 back to where V1 lacked a feature, as an FP8 KV cache off Hopper) is predicted from that engine's results: Red Hat's
-L40S results, from V1's, 1.54x and 1.89x; from V0's (vLLM 0.5.1 on four L40S, MLPerf v4.1), 0.81x and 0.92x.
+L40S results, from V1's, 1.54x and 1.89x; from V0's (vLLM 0.5.1 on four L40S, MLPerf v4.1), 0.81x and 0.92x; that
+v4.1 result from Red Hat's L40S Offline one, 1.14x (1.42x from V1's).
 This is the honest error: a result is never predicted from itself. ``by_round`` shows it per round, so
 software drift is visible. Two exceptions, stated: the all-reduce efficiency is fitted on the H100 TP2 / H200 TP1
 pairs (MLPerf v4.1, v5.1) and each vendor's FP4 factor on one offline result (NVIDIA: MLPerf v5.0's B200; AMD: MLPerf
