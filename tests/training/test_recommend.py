@@ -1,5 +1,7 @@
 """Ranking under constraints and the plain-language reasons."""
 
+import math
+
 import polars as pl
 
 from workbook.training import options, recommend
@@ -79,3 +81,42 @@ def test_the_pick_is_compared_with_a_runner_up_that_is_an_alternative_on_time():
     # alone, the far slower one is said to be ruled out by time, and is no close call
     assert "times later, so time rules it out" in recommend._compare(r.best, slow)
     assert recommend._close_call(r.best, slow) is None
+
+
+def _llama3_405b(deadline_days):
+    from workbook.catalog.schemas import PRICING_MODELS
+    from workbook.training.scenario import TODAYS_PRACTICE_TOKENS
+
+    return Scenario(
+        model=ModelSpec.preset("llama3-405b", 8192),
+        tokens=TODAYS_PRACTICE_TOKENS,
+        framework="pytorch",
+        days=deadline_days,
+        pricing=PRICING_MODELS,
+        constraints=Constraints(deadline_days=deadline_days),
+    )
+
+
+def test_a_much_cheaper_plan_just_past_the_deadline_is_named():
+    # Llama 3.1 405B on 15T tokens in 80 days: only a TPU commitment meets the date, billed for its whole year, while
+    # Meta's own shape of run (16,384 H100s) finishes a couple of days late for a fraction of that bill.
+    frame = options.evaluate(_llama3_405b(80))
+    r = recommend.recommend(frame, "pytorch")
+    line = next(text for text in r.reasons if text.startswith("Just past the deadline"))
+    late = frame.filter(
+        (pl.col("infeasible_code") == "past_deadline")
+        & (pl.col("finish_days") <= 80 * (1 + recommend.NEAR_MISS_DAYS))
+        & (pl.col("cost_usd") <= recommend.NEAR_MISS_COST * r.best["cost_usd"])
+    ).sort("cost_usd")
+    named = late.row(0, named=True)
+    assert named["finish_days"] > 80 and named["name"] in line and named["cloud"] in line
+    assert f"{1 - named['cost_usd'] / r.best['cost_usd']:.0%} less" in line
+    # with the date moved past it, that plan (or a cheaper one) is the pick and no near miss is left to name
+    relaxed = recommend.recommend(options.evaluate(_llama3_405b(math.ceil(named["finish_days"]))), "pytorch")
+    assert relaxed.best["cost_usd"] <= named["cost_usd"]
+
+
+def test_no_near_miss_is_named_without_a_deadline_or_when_none_is_cheap_enough():
+    assert recommend._near_miss({"deadline_days": None, "cost_usd": 1.0}, pl.DataFrame()) is None
+    r = _rec()  # 70B in 30 days on demand: the late plans cost more than half the pick's bill, or are far later
+    assert not any(text.startswith("Just past the deadline") for text in r.reasons)

@@ -278,8 +278,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         _latency_line(best, scenario),
         _stack_line(best, scenario),
         f"Memory per chip: {best['memory_per_chip_gb']:.0f} GB of {best['hbm_gb']:.0f} GB "
-        f"(weights {best['weights_gb']:.0f}, KV cache of {best['sequences']:,.0f} sequences in flight "
-        f"{best['kv_cache_gb']:.0f}).",
+        f"(weights {best['weights_gb']:.0f} GB, KV cache {best['kv_cache_gb']:.0f} GB for the "
+        f"{best['sequences']:,.0f} sequences in flight).",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, {price_basis(best)} "
         f"as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
         f"{per_million_tokens(best['usd_per_million_tokens_at_full_load'])}.",

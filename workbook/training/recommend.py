@@ -28,6 +28,11 @@ UNNAMED_REGIONS = (None, "any", "unknown", "ALL")  # price rows whose region nam
 # An option finishing more than this many times later than the pick is no alternative on price: time decides (a chip
 # held to its largest documented job can take years where the pick takes weeks).
 FAR_LATER = 2.0
+# A plan that misses the deadline by at most this share of it, for at most this share of the pick's bill, is named
+# beside the pick: within the schedule's own uncertainty, a date that can move a few days may save most of the bill
+# (405B on 15T tokens in 80 days: the pick is a $532M TPU term, and 16,384 H100s finish in 82 days for $88M).
+NEAR_MISS_DAYS = 0.10
+NEAR_MISS_COST = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,6 +187,27 @@ def _main_risk(best: dict) -> str:
     return f"Main risk: the price is as of {best['price_as_of']:%Y-%m}; prices move, confirm it."
 
 
+def _near_miss(best: dict, frame: pl.DataFrame) -> str | None:
+    """The cheapest plan that fails only the deadline, by at most :data:`NEAR_MISS_DAYS` of it, for at most
+    :data:`NEAR_MISS_COST` of the pick's bill (so also within any budget the pick meets): what moving the date buys."""
+    deadline = best.get("deadline_days")
+    if deadline is None:
+        return None
+    late = frame.filter(
+        (pl.col("infeasible_code") == "past_deadline")
+        & (pl.col("finish_days") <= deadline * (1 + NEAR_MISS_DAYS))
+        & (pl.col("cost_usd") <= NEAR_MISS_COST * best["cost_usd"])
+    ).sort("cost_usd", maintain_order=True)
+    if late.height == 0:
+        return None
+    other = late.row(0, named=True)
+    saving = 1 - other["cost_usd"] / best["cost_usd"]
+    return (
+        f"Just past the deadline: {describe(other)}, {days(other['finish_days'] - deadline)} after the "
+        f"{deadline:g}-day target for {saving:.0%} less. If the date can move that far, it is the cheaper plan."
+    )
+
+
 def _far_later(best: dict, other: dict) -> bool:
     return other["finish_days"] > FAR_LATER * best["finish_days"]
 
@@ -224,9 +250,15 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
             None, [], blocked, [none_feasible(blocked, "constraints")], "No accelerator meets these constraints"
         )
     best, runners = ranked[0], ranked[1:3]
+    low, high = usd(best["cost_usd_low"]), usd(best["cost_usd_high"])
+    spread = (
+        f"its cost could be {low} to {high} (efficiency and price uncertainty)"
+        if low != high
+        else f"its cost is {low} at either end of the efficiency range"
+        + (" (the whole term is billed)" if best["term_months"] else "")
+    )
     reasons = [
-        f"Cheapest option that meets the constraints; its cost could be {usd(best['cost_usd_low'])} to "
-        f"{usd(best['cost_usd_high'])} (efficiency and price uncertainty), training in {days(best['train_days_low'])} "
+        f"Cheapest option that meets the constraints; {spread}, training in {days(best['train_days_low'])} "
         f"to {days(best['train_days_high'])}"
         + (
             f" (finishing in {days(best['finish_days_low'])} to {days(best['finish_days_high'])} with porting)"
@@ -244,6 +276,9 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     rival = next((o for o in ranked if o["kind"] != best["kind"]), None)
     if rival is not None and rival not in runners[:1]:
         reasons.append(f"Best {rival['kind_label']} alternative: {best['name']} is {_compare(best, rival)}")
+    near = _near_miss(best, frame)
+    if near:
+        reasons.append(near)
     reasons.append(_framework_reason(best, team_framework, platform))
     commitment = _commitment_reason(
         best, frame.filter(pl.col("feasible")).sort("cost_usd", maintain_order=True).to_dicts()
