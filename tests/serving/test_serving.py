@@ -118,10 +118,11 @@ def test_the_best_stack_is_the_one_serving_within_the_targets_with_the_fewest_ch
     assert {k: r["stack_name"] for k, r in chosen.items()} == {"a": "Second", "b": "First", "c": "Second"}
     assert chosen["a"]["stack_comparison"].endswith("First 8, Second 6, ties going to the first")
     assert "First cannot meet the targets, Second 6" in chosen["c"]["stack_comparison"]
-    # Each stack's fixed step cost has its own source and date: the comparison names them beside the chips.
+    # Each stack's fixed step cost has its own source and date: the comparison names those of the stacks not chosen
+    # beside their chips (the chosen one's is said once, with its efficiency).
     dated = candidates.with_columns(overhead_basis=pl.Series(["from A, May 2025", "from B, April 2026"] * 3))
     line = {r["accelerator_id"]: r for r in options.fewest_chips(dated).iter_rows(named=True)}["a"]["stack_comparison"]
-    assert "First 8 (fixed step cost from A, May 2025), Second 6 (fixed step cost from B, April 2026)" in line
+    assert line.endswith("First 8 (fixed step cost from A, May 2025), Second 6, ties going to the first")
 
 
 def test_mi300x_vs_h200_llama2_70b_fp8_matches_mlperf_within_25_percent(cat):

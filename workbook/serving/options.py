@@ -130,10 +130,17 @@ def fewest_chips(candidates: pl.DataFrame) -> pl.DataFrame:
     ranked = candidates.with_columns(_served=served).sort(
         ["_served", "chips", "stack_rank"], descending=[True, False, False]
     )
-    source = pl.lit("")  # each stack's fixed step cost comes from its own source, of its own date: say which
+    # each stack's fixed step cost comes from its own source, of its own date: say which for the stacks not chosen
+    # (the chosen one's is said with its efficiency)
+    ranked = ranked.with_columns(_chosen=pl.int_range(pl.len()).over("accelerator_id") == 0)
+    source = pl.lit("")
     if "overhead_basis" in candidates.columns:
         basis = pl.col("overhead_basis")
-        source = pl.when(basis.is_not_null()).then(pl.format(" (fixed step cost {})", basis)).otherwise(source)
+        source = (
+            pl.when(basis.is_not_null() & ~pl.col("_chosen"))
+            .then(pl.format(" (fixed step cost {})", basis))
+            .otherwise(source)
+        )
     needs = (
         pl.when(pl.col("_served"))
         .then(pl.format("{} {}{}", "stack_name", "chips", source))
@@ -169,7 +176,7 @@ def fewest_chips(candidates: pl.DataFrame) -> pl.DataFrame:
             )
             .drop("_shared")
         )
-    return chosen.drop("_served")
+    return chosen.drop("_served", "_chosen")
 
 
 def _best_on_stack(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
