@@ -162,7 +162,7 @@ def test_a_chip_held_to_a_higher_clock_by_its_power_limit_serves_more(cat, valid
 
 def test_prefill_attention_is_quadratic_in_the_prompt():
     # Llama 3 70B (80 layers, d 8192) on 8 chips at 1 PFLOP/s each, 100% efficient, no communication.
-    shape, rate = (70e9, 80, 8192), 8 * 1e15
+    shape, rate = (70e9, 80, 8192, 8192), 8 * 1e15
 
     def prefill(p):
         return sv.request_seconds(shape, p, 1, 8, 1e15, 1.0, 0.0, p**2)[0]

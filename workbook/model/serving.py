@@ -2,7 +2,10 @@
 
 * Weights: params x bytes per weight (bf16 2, fp8/int8 1, fp4 0.5625: NVFP4 keeps an FP8 scale per 16 values,
   int4 0.5), split over the tensor-parallel degree t.
-* KV cache per token: 2 (K and V) x layers x KV heads x head size x bytes per KV element; a sequence holds
+* KV cache per token: 2 (K and V) x layers x KV heads x head size x bytes per KV element (multi-head latent
+  attention: layers x its latent and rotary key, :attr:`workbook.serving.scenario.ServeScenario.kv_bytes_per_token`,
+  its decoded attention over that latent: :attr:`~workbook.serving.scenario.ServeScenario.decode_attention_dim`); a
+  sequence holds
   prompt + output tokens at its end, and a decode step's sequences hold P + E[O^2] / (2 E[O]) on average
   (P + O/2 for answers of one length; longer answers stay in flight longer: :func:`decode_context_tokens`).
 * One request costs the replica, in seconds of its time (t chips, dense peak x compute efficiency ``eta_c``,
@@ -233,16 +236,17 @@ def request_seconds(
     """(prefill, decode) replica-seconds of compute one request costs: the matmuls' 2 N_active per token plus
     attention (:mod:`workbook.model.flops`: quadratic in the prompt for prefill, over the mean decode context
     (:func:`decode_context_tokens`) for each decoded token), and the tensor-parallel communication per token.
-    ``shape``: (active params, layers, attention dim); ``prompt_tokens_squared``: E[P^2] of the prompt mix;
-    ``output_squared``: E[O^2] of the answers (None: every answer O tokens)."""
-    active_params, n_layers, attention_dim = shape
+    ``shape``: (active params, layers, attention dim, decode attention dim: the width a decoded token's attention
+    costs, :attr:`workbook.serving.scenario.ServeScenario.decode_attention_dim`); ``prompt_tokens_squared``: E[P^2]
+    of the prompt mix; ``output_squared``: E[O^2] of the answers (None: every answer O tokens)."""
+    active_params, n_layers, attention_dim, decode_attention_dim = shape
     rate = chips * peak * eta_c
     prefill = (
         FMA_FLOPS * active_params * prompt_tokens
         + flops.prefill_attention_flops(n_layers, attention_dim, prompt_tokens_squared)
     ) / rate + prompt_tokens * (comm_per_token if prompt_comm_per_token is None else prompt_comm_per_token)
     context = decode_context_tokens(prompt_tokens, output_tokens, output_squared)
-    decode_attention = flops.decode_attention_flops(n_layers, attention_dim, context)
+    decode_attention = flops.decode_attention_flops(n_layers, decode_attention_dim, context)
     decode = output_tokens * ((FMA_FLOPS * active_params + decode_attention) / rate + comm_per_token)
     return prefill, decode
 

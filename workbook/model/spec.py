@@ -31,8 +31,10 @@ class ModelSpec:
     """A decoder-only transformer. ``active_params`` < ``params`` for a mixture of experts.
 
     ``n_layers``, ``hidden_dim`` and ``attention_dim`` (heads x head size) feed the FLOPs, the activation
-    memory and the tensor-parallel traffic; ``n_kv_heads`` the context-parallel traffic; ``n_experts`` and
-    ``experts_per_token`` the expert-parallel split and its all-to-all; ``vocab_size`` the logits memory.
+    memory and the tensor-parallel traffic; ``n_kv_heads`` the context-parallel traffic and a served model's KV
+    cache; ``n_experts`` and ``experts_per_token`` the expert-parallel split and its all-to-all; ``vocab_size`` the
+    logits memory. Multi-head latent attention (DeepSeek-V2/V3, Kimi K2: ``kv_lora_rank``, ``qk_rope_dim``) caches
+    one latent of kv_lora_rank + qk_rope_dim values a token and layer in place of keys and values.
     """
 
     params: float
@@ -47,6 +49,8 @@ class ModelSpec:
     experts_per_token: int = 1
     vocab_size: int = DEFAULT_VOCAB
     shape_basis: str = "stated"
+    kv_lora_rank: Optional[int] = None  # multi-head latent attention: the cached latent's width (None: none)
+    qk_rope_dim: int = 0  # and its decoupled rotary key, cached beside it
 
     def __post_init__(self):
         _number("params", self.params, 1e6, 1e14)
@@ -64,6 +68,9 @@ class ModelSpec:
         _number("n_experts", self.n_experts, 1, 100_000, integer=True)
         _number("experts_per_token", self.experts_per_token, 1, self.n_experts, integer=True)
         _number("vocab_size", self.vocab_size, 2, 10_000_000, integer=True)
+        if self.kv_lora_rank is not None:
+            _number("kv_lora_rank", self.kv_lora_rank, 1, self.attention_dim, integer=True)
+        _number("qk_rope_dim", self.qk_rope_dim, 0, 4096, integer=True)
 
     @property
     def n_heads(self) -> int:
@@ -112,9 +119,15 @@ class ModelSpec:
         moe = f", {self.n_experts} experts ({self.experts_per_token} per token)" if self.n_experts > 1 else ""
         return (
             f"{self.params / 1e9:.3g}B params ({self.active_params / 1e9:.3g}B active), {self.n_layers} layers, "
-            f"hidden {self.hidden_dim}, {self.n_heads} heads ({self.n_kv_heads or self.n_heads} KV){moe}, "
+            f"hidden {self.hidden_dim}, {self.n_heads} heads ({self.kv_words()}){moe}, "
             f"seq {self.seq_len}; shape {self.shape_basis}"
         )
+
+    def kv_words(self) -> str:
+        """ "8 KV", or the latent attention's cached width."""
+        if self.kv_lora_rank is not None:
+            return f"latent attention, {self.kv_lora_rank} + {self.qk_rope_dim} cached a token"
+        return f"{self.n_kv_heads or self.n_heads} KV"
 
     @classmethod
     def from_params(cls, params: float, active_params: Optional[float] = None, seq_len: int = 4096) -> "ModelSpec":
@@ -151,7 +164,8 @@ class ModelSpec:
     @classmethod
     def from_hf_config(cls, path, seq_len: Optional[int] = None) -> "ModelSpec":
         """Shape and parameter count from a Hugging Face ``config.json`` on disk (Llama/Mistral/Mixtral/Qwen/
-        DeepSeek-style keys). Multi-head latent attention is counted as plain attention (approximate)."""
+        DeepSeek-style keys). Multi-head latent attention's parameters are counted as plain attention's (approximate);
+        its cached latent (``kv_lora_rank`` + ``qk_rope_head_dim``) sizes a served model's KV cache."""
         try:
             config = json.loads(Path(path).read_text())
         except (OSError, ValueError) as err:
@@ -171,13 +185,15 @@ class ModelSpec:
         layers = int(key("num_hidden_layers", "n_layer", "num_layers"))
         heads = int(key("num_attention_heads", "n_head"))
         kv_heads = int(key("num_key_value_heads", default=heads))
-        head_dim = int(key("head_dim", default=hidden // heads))
+        head_dim = int(key("head_dim", "v_head_dim", default=hidden // heads))  # MLA: the value head (128)
         vocab = int(key("vocab_size"))
         ffn = int(key("intermediate_size", "n_inner", "ffn_hidden_size", default=4 * hidden))
         experts = int(key("num_local_experts", "n_routed_experts", "num_experts", default=1))
         per_token = int(key("num_experts_per_tok", "moe_topk", default=1)) if experts > 1 else 1
         moe_ffn = int(key("moe_intermediate_size", default=ffn))
         shared = int(key("n_shared_experts", default=0))
+        latent = int(key("kv_lora_rank", default=0)) or None  # multi-head latent attention (DeepSeek-V2 style)
+        rope = int(key("qk_rope_head_dim", default=0)) if latent else 0
         dense_layers = min(layers, int(key("first_k_dense_replace", default=0))) if experts > 1 else layers
         matrices = PLAIN_MLP_MATRICES if config.get("model_type") in PLAIN_MLP_TYPES else GATED_MLP_MATRICES
         attention = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
@@ -201,6 +217,8 @@ class ModelSpec:
             experts_per_token=per_token,
             vocab_size=vocab,
             shape_basis=f"from {Path(path).name}",
+            kv_lora_rank=latent,
+            qk_rope_dim=rope,
         )
 
 
@@ -218,14 +236,15 @@ PRESETS: dict[str, ModelSpec] = {
         46.7e9, 12.9e9, 32, 4096, 4096, 4096, 8, 14_336, 8, 2, 32_000, "Mixtral-8x7B-v0.1 config.json"
     ),
     # deepseek-ai/DeepSeek-V3 config.json and report (arXiv:2412.19437): 671B / 37B active, 61 layers,
-    # hidden 7168, 128 heads, 256 routed experts (8 per token) + 1 shared; MLA treated as 128 KV heads x 128.
+    # hidden 7168, 128 heads, 256 routed experts (8 per token) + 1 shared; MLA (kv_lora_rank 512, qk_rope_head_dim
+    # 64) caches 576 values a token and layer; in training it is treated as 128 KV heads x 128.
     "deepseek-v3": ModelSpec(
-        671e9, 37e9, 61, 7168, 16_384, 4096, 128, 18_432, 256, 8, 129_280, "DeepSeek-V3 report + config.json"
+        671e9, 37e9, 61, 7168, 16_384, 4096, 128, 18_432, 256, 8, 129_280, "DeepSeek-V3 report + config.json", 512, 64
     ),
     # deepseek-ai/DeepSeek-V2 config.json and report (arXiv:2405.04434): 236B / 21B active, 60 layers, hidden 5120,
-    # 128 heads, 160 routed experts (6 per token) + 2 shared, pre-trained at 4K; MLA treated as 128 KV heads x 128.
+    # 128 heads, 160 routed experts (6 per token) + 2 shared, pre-trained at 4K; MLA as DeepSeek-V3's (512 + 64).
     "deepseek-v2": ModelSpec(
-        236e9, 21e9, 60, 5120, 16_384, 4096, 128, 12_288, 160, 6, 102_400, "DeepSeek-V2 report + config.json"
+        236e9, 21e9, 60, 5120, 16_384, 4096, 128, 12_288, 160, 6, 102_400, "DeepSeek-V2 report + config.json", 512, 64
     ),
     # meta-llama/Llama-4-Scout-17B-16E and -Maverick-17B-128E config.json (text_config): 48 layers, hidden 5120,
     # 40 heads of 128 (8 KV), expert FFN 8192, vocab 202,048; Scout 16 experts in every layer, Maverick 128 in every

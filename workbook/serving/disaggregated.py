@@ -34,7 +34,6 @@ import dataclasses
 import polars as pl
 
 from workbook.model import serving as sv
-from workbook.model.units import HEAD_DIM
 from workbook.serving import replica
 from workbook.serving.scenario import ServeScenario
 
@@ -49,10 +48,6 @@ PREFILL_COLUMNS = [
     "kv_transfer_ms",
     "prefill_chip_seconds_per_request",  # prefill chips x seconds a request needs at the prefill pool's limit
 ]
-
-
-def _kv_bytes_per_token(s: ServeScenario) -> float:
-    return sv.kv_bytes_per_token(s.model.n_layers, s.kv_heads, HEAD_DIM, sv.BYTES_PER_ELEMENT[s.kv_precision])
 
 
 def _prefill_scenario(s: ServeScenario) -> ServeScenario:
@@ -75,8 +70,8 @@ def _prefill_at(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataF
     answers (the prompts ahead, the steps around the first token, the step budget's queue), plus the KV cache's
     transfer to the decode pool. Requests/s, the transfer and the first token's mean and 99th percentile (ms)."""
     link = pl.col("tensor_parallel") * pl.col("scaleout_bytes_per_s")
-    transfer = _kv_bytes_per_token(s) * s.prompt_tokens / link
-    transfer_tail = _kv_bytes_per_token(s) * s.prompt_tokens_tail / link
+    transfer = s.kv_bytes_per_token * s.prompt_tokens / link
+    transfer_tail = s.kv_bytes_per_token * s.prompt_tokens_tail / link
     p = _prefill_scenario(s)
     at = replica.per_engine(frame.with_columns(_rho=rho), lambda part, e: replica.at_load(part, p, pl.col("_rho"), e))
     return at.with_columns(

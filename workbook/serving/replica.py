@@ -53,7 +53,6 @@ import polars as pl
 
 from workbook.model import serving as sv
 from workbook.model.sustained import FACTOR_COLUMN
-from workbook.model.units import HEAD_DIM
 from workbook.serving.scenario import ServeScenario, peak_column
 
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
@@ -358,7 +357,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     scale-up link inside a node and the scale-out network between nodes."""
     m = s.model
     w_bytes = sv.BYTES_PER_ELEMENT[s.weight_precision]
-    kv_token = sv.kv_bytes_per_token(m.n_layers, s.kv_heads, HEAD_DIM, sv.BYTES_PER_ELEMENT[s.kv_precision])
+    kv_token = s.kv_bytes_per_token
     t = pl.col("tensor_parallel").cast(pl.Float64)
     bandwidth = pl.col("hbm_bytes_per_s")
     peak = peak_column(s.weight_precision) * pl.col(FACTOR_COLUMN)  # the clock the chip holds under load
@@ -381,7 +380,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     latency_s = pl.when(pcie).then(a.pcie_allreduce_latency_s).otherwise(a.allreduce_latency_s)
     extra_s = (a.bulk_allreduce_latency_s - latency_s).clip(lower_bound=0.0)
     comm, prompt_comm = _communication(m.hidden_dim, layers, within_stage, tp, hop_link, stages, allreduce, extra_s)
-    shape = (m.active_params, m.n_layers, m.attention_dim)
+    shape = (m.active_params, m.n_layers, m.attention_dim, s.decode_attention_dim)
     answers = output_second_moment(s)
     prefill_s, decode_s = sv.request_seconds(
         shape,

@@ -155,7 +155,35 @@ class ServeScenario:
 
     @property
     def kv_heads(self) -> int:
-        return self.n_kv_heads or default_kv_heads(self.model.attention_dim)
+        """KV heads: the scenario's own, else the model's stated ones, else grouped-query attention's default (a
+        shape derived from a parameter count states none)."""
+        return self.n_kv_heads or self.model.n_kv_heads or default_kv_heads(self.model.attention_dim)
+
+    @property
+    def latent_attention(self) -> bool:
+        """The model caches multi-head latent attention's latent (and no KV-head override replaces it)."""
+        return self.model.kv_lora_rank is not None and self.n_kv_heads is None
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes a token holds: keys and values of every KV head and layer, or, with latent attention, its
+        latent and rotary key (DeepSeek-V3: 61 x 576 values, 35 KB in FP8, where 128 heads' keys and values would
+        take 2 MB)."""
+        kv_bytes = sv.BYTES_PER_ELEMENT[self.kv_precision]
+        m = self.model
+        if self.latent_attention:
+            return m.n_layers * (m.kv_lora_rank + m.qk_rope_dim) * kv_bytes
+        return sv.kv_bytes_per_token(m.n_layers, self.kv_heads, HEAD_DIM, kv_bytes)
+
+    @property
+    def decode_attention_dim(self) -> int:
+        """Width whose 4 L d x context FLOPs a decoded token's attention costs: the attention's, or, with latent
+        attention run absorbed (as serving engines decode it), each head scoring the latent and rotary key and
+        summing the latent: 2 H (r + r_rope) + 2 H r = 4 H (r + r_rope / 2) a context token and layer."""
+        m = self.model
+        if self.latent_attention:
+            return m.n_heads * (m.kv_lora_rank + m.qk_rope_dim // 2)
+        return m.attention_dim
 
     @property
     def output_tokens_per_s(self) -> float:

@@ -1,0 +1,85 @@
+"""A served model's KV cache and decode attention come from its own attention: its KV heads, or its latent."""
+
+import json
+
+import pytest
+
+from workbook import serving
+from workbook.errors import InputError
+from workbook.model.spec import ModelSpec
+
+
+def _serve(model, **kw):
+    return serving.ServeScenario(model=model, requests_per_s=1, **kw)
+
+
+def test_latent_attention_caches_its_latent_not_keys_and_values():
+    # DeepSeek-V3: 61 layers, kv_lora_rank 512 + qk_rope_head_dim 64 cached a token and layer (config.json)
+    s = _serve(ModelSpec.preset("deepseek-v3"), kv_precision="fp8")
+    assert s.latent_attention and s.kv_bytes_per_token == 61 * 576 * 1.0
+    # decoded absorbed: 128 heads score the 576-wide latent and rotary key, then sum the 512-wide latent
+    assert 4 * s.decode_attention_dim == 2 * 128 * 576 + 2 * 128 * 512
+    bf16 = _serve(ModelSpec.preset("deepseek-v3"), kv_precision="bf16")
+    assert bf16.kv_bytes_per_token == 2 * s.kv_bytes_per_token
+    # a stated KV-head count replaces the latent (an engine that expands it, or a what-if)
+    heads = _serve(ModelSpec.preset("deepseek-v3"), kv_precision="fp8", n_kv_heads=8)
+    assert not heads.latent_attention and heads.kv_bytes_per_token == 2 * 61 * 8 * 128
+    assert heads.decode_attention_dim == ModelSpec.preset("deepseek-v3").attention_dim
+
+
+def test_kv_heads_are_the_models_own_where_its_shape_states_them(tmp_path):
+    llama = _serve(ModelSpec.preset("llama3-70b"), kv_precision="bf16")
+    assert llama.kv_heads == 8 and llama.kv_bytes_per_token == 2 * 80 * 8 * 128 * 2
+    # a config with no num_key_value_heads is multi-head attention: every head keeps its keys and values
+    config = {
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "intermediate_size": 11008,
+        "vocab_size": 32000,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    mha = _serve(ModelSpec.from_hf_config(path))
+    assert mha.kv_heads == 32
+    # a shape derived from a parameter count states none: grouped-query attention's 8
+    assert _serve(ModelSpec.from_params(70e9)).kv_heads == 8
+
+
+def test_a_config_with_latent_attention_is_read_as_such(tmp_path):
+    config = {
+        "hidden_size": 7168,
+        "num_hidden_layers": 61,
+        "num_attention_heads": 128,
+        "num_key_value_heads": 128,
+        "intermediate_size": 18432,
+        "moe_intermediate_size": 2048,
+        "n_routed_experts": 256,
+        "num_experts_per_tok": 8,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 3,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "v_head_dim": 128,
+        "vocab_size": 129280,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    spec = ModelSpec.from_hf_config(path)
+    assert (spec.kv_lora_rank, spec.qk_rope_dim) == (512, 64) and "latent attention" in spec.describe()
+    # its heads are 128 wide (v_head_dim), not hidden / heads (56): DeepSeek-V3's own config loads, as its preset
+    assert spec.attention_dim == ModelSpec.preset("deepseek-v3").attention_dim == 128 * 128
+    assert spec.params == pytest.approx(671e9, rel=0.1)
+    with pytest.raises(InputError, match="kv_lora_rank"):
+        ModelSpec(1e9, 1e9, 8, 1024, 1024, kv_lora_rank=4096)
+
+
+def test_the_replica_holds_each_sequence_at_the_latents_size():
+    # the same DeepSeek-V3 traffic on H200s: each sequence in flight holds 576 values a layer, not 8 heads' 2 x 1,024
+    def per_sequence(**kw):
+        s = _serve(ModelSpec.preset("deepseek-v3"), accelerators=("h200",), pricing=("on-demand",), **kw)
+        row = serving.evaluate_serving(s).row(0, named=True)
+        return row["kv_cache_gb"] / row["sequences"]
+
+    assert per_sequence() / per_sequence(n_kv_heads=8) == pytest.approx(576 / (2 * 8 * 128))
