@@ -5,8 +5,7 @@
 * KV cache per token: 2 (K and V) x layers x KV heads x head size x bytes per KV element (multi-head latent
   attention: layers x its latent and rotary key, :attr:`workbook.serving.scenario.ServeScenario.kv_bytes_per_token`,
   its decoded attention over that latent: :attr:`~workbook.serving.scenario.ServeScenario.decode_attention_dim`); a
-  sequence holds
-  prompt + output tokens at its end, and a decode step's sequences hold P + E[O^2] / (2 E[O]) on average
+  sequence holds prompt + output tokens at its end, and a decode step's sequences hold P + E[O^2] / (2 E[O]) on average
   (P + O/2 for answers of one length; longer answers stay in flight longer: :func:`decode_context_tokens`).
 * One request costs the replica, in seconds of its time (t chips, dense peak x compute efficiency ``eta_c``,
   HBM bandwidth x the streaming efficiency ``eta_bw`` measured for the chip's vendor, :data:`HBM_STREAM_EFFICIENCY`;
