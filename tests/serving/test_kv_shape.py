@@ -13,6 +13,13 @@ def _serve(model, **kw):
     return serving.ServeScenario(model=model, requests_per_s=1, **kw)
 
 
+def _from_config(tmp_path, **keys):
+    """A model from a config.json of these keys (a 32,000-token vocabulary and 11,008-wide MLP unless given)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"intermediate_size": 11008, "vocab_size": 32000, **keys}))
+    return ModelSpec.from_hf_config(path)
+
+
 def test_latent_attention_caches_its_latent_not_keys_and_values():
     # DeepSeek-V3: 61 layers, kv_lora_rank 512 + qk_rope_head_dim 64 cached a token and layer (config.json)
     s = _serve(ModelSpec.preset("deepseek-v3"), kv_precision="fp8")
@@ -31,42 +38,32 @@ def test_kv_heads_are_the_models_own_where_its_shape_states_them(tmp_path):
     llama = _serve(ModelSpec.preset("llama3-70b"), kv_precision="bf16")
     assert llama.kv_heads == 8 and llama.kv_bytes_per_token == 2 * 80 * 8 * 128 * 2
     # a config with no num_key_value_heads is multi-head attention: every head keeps its keys and values
-    config = {
-        "hidden_size": 4096,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "intermediate_size": 11008,
-        "vocab_size": 32000,
-    }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    mha = _serve(ModelSpec.from_hf_config(path))
+    mha = _serve(_from_config(tmp_path, hidden_size=4096, num_hidden_layers=32, num_attention_heads=32))
     assert mha.kv_heads == 32
     # a shape derived from a parameter count states none: grouped-query attention's 8
     assert _serve(ModelSpec.from_params(70e9)).kv_heads == 8
 
 
 def test_a_config_with_latent_attention_is_read_as_such(tmp_path):
-    config = {
-        "hidden_size": 7168,
-        "num_hidden_layers": 61,
-        "num_attention_heads": 128,
-        "num_key_value_heads": 128,
-        "intermediate_size": 18432,
-        "moe_intermediate_size": 2048,
-        "n_routed_experts": 256,
-        "num_experts_per_tok": 8,
-        "n_shared_experts": 1,
-        "first_k_dense_replace": 3,
-        "kv_lora_rank": 512,
-        "qk_rope_head_dim": 64,
-        "qk_nope_head_dim": 128,
-        "v_head_dim": 128,
-        "vocab_size": 129280,
-    }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    spec = ModelSpec.from_hf_config(path)
+    # DeepSeek-V3's config.json, the keys the shape reads
+    spec = _from_config(
+        tmp_path,
+        hidden_size=7168,
+        num_hidden_layers=61,
+        num_attention_heads=128,
+        num_key_value_heads=128,
+        intermediate_size=18432,
+        moe_intermediate_size=2048,
+        n_routed_experts=256,
+        num_experts_per_tok=8,
+        n_shared_experts=1,
+        first_k_dense_replace=3,
+        kv_lora_rank=512,
+        qk_rope_head_dim=64,
+        qk_nope_head_dim=128,
+        v_head_dim=128,
+        vocab_size=129280,
+    )
     assert (spec.kv_lora_rank, spec.qk_rope_dim) == (512, 64) and "latent attention" in spec.describe()
     # its heads are 128 wide (v_head_dim), not hidden / heads (56): DeepSeek-V3's own config loads, as its preset
     assert spec.attention_dim == ModelSpec.preset("deepseek-v3").attention_dim == 128 * 128
