@@ -168,7 +168,11 @@ class ServeScenario:
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes a token holds: keys and values of every KV head and layer, or, with latent attention, its
         latent and rotary key (DeepSeek-V3: 61 x 576 values, 35 KB in FP8, where 128 heads' keys and values would
-        take 2 MB)."""
+        take 2 MB). A replica's chips share its sequences' cache (a chip holds 1/t of it): with latent attention,
+        whose latent every head reads and tensor parallelism cannot split, that is attention run data-parallel, each
+        chip its own sequences, as engines serve DeepSeek (TensorRT-LLM's attention DP with wide expert parallelism in
+        NVIDIA's MLPerf v5.1 DeepSeek-R1 configs); the attention weights each chip then holds whole are not
+        charged (a few percent of DeepSeek-V3's)."""
         kv_bytes = sv.BYTES_PER_ELEMENT[self.kv_precision]
         m = self.model
         if self.latent_attention:
