@@ -171,8 +171,8 @@ class ServeScenario:
         take 2 MB). A replica's chips share its sequences' cache (a chip holds 1/t of it): with latent attention,
         whose latent every head reads and tensor parallelism cannot split, that is attention run data-parallel, each
         chip its own sequences, as engines serve DeepSeek (TensorRT-LLM's attention DP with wide expert parallelism in
-        NVIDIA's MLPerf v5.1 DeepSeek-R1 configs); the attention weights each chip then holds whole are not
-        charged (a few percent of DeepSeek-V3's)."""
+        NVIDIA's MLPerf v5.1 DeepSeek-R1 configs). Not charged: the attention weights each chip then holds whole
+        (DeepSeek-V3's 11B, about 10 GB a chip more in FP8 than split eight ways, an eighth of its 84 GB)."""
         kv_bytes = sv.BYTES_PER_ELEMENT[self.kv_precision]
         m = self.model
         if self.latent_attention:
