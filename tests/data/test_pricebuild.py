@@ -225,3 +225,20 @@ def test_any_malformed_folder_exits_2_with_one_line_and_leaves_prices_unchanged(
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
     assert out.read_bytes() == before
     assert sorted(p.name for p in root.iterdir()) == ["prices.csv", "src"]  # no backup, no temporary file left
+
+
+def test_h100_parts_are_told_apart_by_their_name_and_variant():
+    assert pricebuild._accelerator_id("H100", "SXM5 80GB") == "h100-sxm"
+    assert pricebuild._accelerator_id("H100", "PCIe 80GB") == "h100-pcie"
+    # Azure's NC H100 v5 carries H100 NVL 94GB cards (the shared extract names them H100-NVL, PCIe NVL 94GB)
+    assert pricebuild._accelerator_id("H100-NVL", "PCIe NVL 94GB") == "h100-nvl"
+    assert pricebuild._accelerator_id("H100", "NVL 94GB") == "h100-nvl"
+    assert pricebuild._accelerator_id("A100-80GB", "PCIe 80GB") is None  # no such row in the catalog
+
+
+def test_shipped_h100_nvl_prices_are_azures_per_card():
+    rows = catalog.load().prices.filter(pl.col("accelerator_id") == "h100-nvl")
+    assert set(rows["cloud"]) == {"azure"} and rows.height >= 4
+    # Standard_NC80adis_H100_v5: two cards at $13.96 an hour in eastus
+    eastus = rows.filter(pl.col("region") == "eastus").row(0, named=True)
+    assert eastus["usd_per_chip_hour"] == pytest.approx(13.96 / 2) and eastus["chips_per_instance"] == 2

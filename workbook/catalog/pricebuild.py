@@ -48,7 +48,7 @@ from workbook.catalog import loading, schemas
 from workbook.errors import DataError, InputError
 
 # Accelerator names used by SkyPilot and by the extracted rows -> our ids. Variant text decides
-# between SXM and PCIe parts; names absent here (H100-NVL, A100 80GB PCIe ...) are skipped.
+# between SXM, PCIe and NVL parts; names absent here (A100 80GB PCIe ...) are skipped.
 NAME_TO_ID = {
     "a100": "a100-40gb",
     "a100-40gb": "a100-40gb",
@@ -56,6 +56,7 @@ NAME_TO_ID = {
     "h100": "h100-sxm",
     "h100-mega": "h100-sxm",
     "h100-sxm": "h100-sxm",
+    "h100-nvl": "h100-nvl",
     "h200": "h200",
     "b200": "b200",
     "gb200": "gb200",
@@ -160,8 +161,10 @@ def _accelerator_id(name: str, variant: str = "") -> str | None:
     key = name.strip().lower()
     key = re.sub(r"^tpu-(v\d+[a-z]*).*$", r"tpu-\1", key).replace("tpu-v5litepod", "tpu-v5e")
     variant = variant.lower()
+    if key == "h100" and "nvl" in variant:
+        return "h100-nvl"
     if key in ("a100-80gb", "h100") and ("pcie" in variant or "nvl" in variant):
-        return "h100-pcie" if key == "h100" and "nvl" not in variant else None
+        return "h100-pcie" if key == "h100" else None
     return NAME_TO_ID.get(key)
 
 

@@ -42,8 +42,9 @@ error on the system into a several-fold latency error
 (H100 v4.1 Llama 2 70B: published load 0.77 of the model's capacity, TPOT 79 ms predicted vs 155 ms published).
 Under tight limits the latencies are set by the limits, and the throughput row is the test: the load the model
 reaches within them. Measured with the formulas checked against the engine's simulation (:func:`against_simulation`)
-and each step's fixed cost charged per layer: 164 of the 240 MLPerf rows within 30% at the edge, 172 at 1% less
-traffic, with NVIDIA's one GH200 144GB of v4.1 (4 of 4), ASUSTeK's eight H100 PCIe of v4.1 (3 of 4: no NVLink, its
+and each step's fixed cost charged per layer: 164 of the 244 MLPerf rows within 30% at the edge, 173 at 1% less
+traffic, with Lenovo's eight H100 NVL of v4.1 (0 of 4: read at its datasheet peak, its throughput 1.47x Offline and
+1.73x Server), NVIDIA's one GH200 144GB of v4.1 (4 of 4), ASUSTeK's eight H100 PCIe of v4.1 (3 of 4: no NVLink, its
 all-reduces over PCIe), QCT's one GH200 96GB
 of v4.1 (0 of 4: its Server run stopped at 80% of the model's highest load; at its published load all 4 within 13%),
 Fujitsu's TensorRT-LLM Server result on eight L40S of v4.1 (4 of 4), Red Hat's one-GPU vLLM 0.10 Server results of
