@@ -35,9 +35,10 @@ def test_each_range_spans_its_held_out_errors_and_the_models_own_answer(cat, ban
     )
     errors = validation.validate(cat, eff, newest)
     assert band.errors.height == errors.height > 0
-    options = pl.DataFrame({"stack": ["trtllm", "vllm-rocm"], "accelerator_id": ["h200", "mi300x"]})
+    dense = errors.join(newest.filter(pl.col("active_params") == pl.col("params")).select("run_id"), on="run_id")
+    options = pl.DataFrame({"stack": ["trtllm", "vllm-rocm"], "accelerator_id": ["h200", "mi300x"]})  # dense models
     for o in band.for_options(options).iter_rows(named=True):
-        own = errors.filter((pl.col("stack") == o["stack"]) & (pl.col("accelerator_id") == o["accelerator_id"]))
+        own = dense.filter((pl.col("stack") == o["stack"]) & (pl.col("accelerator_id") == o["accelerator_id"]))
         assert o["model_error_scope"] == "chip" and o["model_error_results"] == own.height > 0
         assert o["model_error_low"] == pytest.approx(min(own["error"].min(), 0.0))
         assert o["model_error_high"] == pytest.approx(max(own["error"].max(), 0.0))
@@ -51,7 +52,8 @@ def test_a_chip_or_stack_with_no_result_takes_the_next_wider_range_and_says_so(b
     options = pl.DataFrame({"stack": ["trtllm", "trtllm", "neuron"], "accelerator_id": ["h200", "l4", "trainium2"]})
     ranges = {o["accelerator_id"]: o for o in band.for_options(options).iter_rows(named=True)}
     assert ranges["h200"]["model_error_scope"] == "chip"
-    stack = band.errors.filter((pl.col("stack") == "trtllm") & ~pl.col("disaggregated"))  # shared replicas' results
+    # shared replicas' results on dense models
+    stack = band.errors.filter((pl.col("stack") == "trtllm") & ~pl.col("disaggregated") & ~pl.col("moe"))
     assert ranges["l4"]["model_error_scope"] == "stack" and ranges["l4"]["model_error_results"] == stack.height
     assert ranges["l4"]["model_error_low"] == pytest.approx(min(stack["error"].min(), 0.0))
     assert ranges["trainium2"]["model_error_scope"] == "all"
@@ -72,7 +74,7 @@ def test_a_chip_with_results_under_another_stack_carries_them_into_the_range(ban
         }
     )
     ranges = {(o["stack"], o["accelerator_id"]): o for o in band.for_options(options).iter_rows(named=True)}
-    shared = band.errors.filter(~pl.col("disaggregated"))
+    shared = band.errors.filter(~pl.col("disaggregated") & ~pl.col("moe"))
     chip = shared.filter((pl.col("stack") == "trtllm") & (pl.col("accelerator_id") == "b200"))
     others = shared.filter((pl.col("stack") == "vllm-cuda") & (pl.col("accelerator_id") != "b200"))
     assert chip.height > 0 and others.height > 0
@@ -135,7 +137,7 @@ def test_shared_replicas_and_separate_pools_take_the_errors_of_their_own_kind(ba
     # TensorRT-LLM replica on a chip with no result of its own spanned 0.69x-1.96x published / predicted with every
     # result, 0.69x-1.46x with the 21 shared ones (16 before MLPerf v6.1); a split option takes the 8 pool results
     # (0.91x-1.96x: v6.1's GB200 NVL72 result ran one pool, so v6.0's pools stay the newest of their kind).
-    errors = band.errors.filter(pl.col("stack") == "trtllm")
+    errors = band.errors.filter((pl.col("stack") == "trtllm") & ~pl.col("moe"))
     assert errors["disaggregated"].any() and not errors["disaggregated"].all()
     options = pl.DataFrame(
         {"stack": ["trtllm", "trtllm"], "accelerator_id": ["h800", "h800"], "disaggregated": [False, True]}
@@ -146,3 +148,25 @@ def test_shared_replicas_and_separate_pools_take_the_errors_of_their_own_kind(ba
         assert o["model_error_low"] == pytest.approx(min(kind["error"].min(), 0.0))
         assert o["model_error_high"] == pytest.approx(max(kind["error"].max(), 0.0))
     assert band.for_options(options.drop("disaggregated"))["disaggregated"].to_list() == [False]  # absent: shared
+
+
+def test_a_mixture_of_experts_option_takes_the_results_of_its_own_kind(band):
+    # MLPerf's DeepSeek-R1 Server results (TensorRT-LLM, the experts split over each replica's eight GPUs) test a step
+    # the dense results do not, and their error moved on its own: v5.1's served 0.47x-0.57x the throughput the model
+    # predicts, v6.0's (TensorRT-LLM 1.2, the newest, so the range's) 0.94x-1.09x (measured when written: B200 1.07x,
+    # where B200's dense results span 0.69x-1.05x). A dense answer's range keeps the dense results; a mixture-of-experts
+    # answer takes the experts' (the card says so).
+    options = pl.DataFrame({"stack": ["trtllm"] * 2, "accelerator_id": ["b200"] * 2, "moe": [False, True]})
+    ranges = {o["moe"]: o for o in band.for_options(options).iter_rows(named=True)}
+    b200 = band.errors.filter((pl.col("stack") == "trtllm") & (pl.col("accelerator_id") == "b200"))
+    for moe, o in ranges.items():
+        own = b200.filter((pl.col("moe") == moe) & ~pl.col("disaggregated"))
+        assert o["model_error_scope"] == "chip" and o["model_error_results"] == own.height > 0
+        assert o["model_error_low"] == pytest.approx(min(own["error"].min(), 0.0))
+        assert o["model_error_high"] == pytest.approx(max(own["error"].max(), 0.0))
+    experts = b200.filter(pl.col("moe"))["run_id"].to_list()
+    assert experts == ["mlperf60-b200x8-deepseek-r1-server"]  # the newest round's, not v5.1's
+    assert ranges[True]["model_error_high"] != ranges[False]["model_error_high"]
+    line = recommend.range_line({**ranges[True], "stack_name": "TensorRT-LLM", "chips": 8, **PRICES})
+    assert "published mixture-of-experts results of TensorRT-LLM on this chip within latency limits" in line
+    assert band.for_options(options.drop("moe"))["moe"].to_list() == [False]  # absent: a dense model

@@ -2,11 +2,14 @@
 
 import json
 
+import polars as pl
 import pytest
 
 from workbook import serving
 from workbook.errors import InputError
+from workbook.model import serving as sv
 from workbook.model.spec import ModelSpec
+from workbook.serving import published, replica
 
 
 def _serve(model, **kw):
@@ -80,3 +83,21 @@ def test_the_replica_holds_each_sequence_at_the_latents_size():
         return row["kv_cache_gb"] / row["sequences"]
 
     assert per_sequence() / per_sequence(n_kv_heads=8) == pytest.approx(576 / (2 * 8 * 128))
+
+
+def test_a_published_row_with_latent_attention_is_read_as_its_model(cat):
+    # MLPerf v5.1's DeepSeek-R1 rows state the latent (kv_lora_rank 512 + rotary 64), 128 heads of 128 (attention
+    # 16,384 wide, where the hidden size is 7,168) and the answers' p99 (the benchmark's 20,000-token cap)
+    run = cat.inference_runs.filter(pl.col("run_id") == "mlperf51-b200x8-deepseek-r1-offline").row(0, named=True)
+    s = published.scenario(run)
+    assert s.latent_attention and s.kv_bytes_per_token == 61 * 576 * 1.0  # FP8 cache
+    assert s.model.attention_dim == 16_384 and s.decode_attention_dim == 128 * (512 + 32)
+    assert s.output_tokens_p99 == 20_000
+    # a long answer stays in flight longer: the decode steps' mean context is far past prompt + answer / 2
+    spread = sv.decode_context_tokens(s.prompt_tokens, s.output_tokens, replica.output_second_moment(s))
+    assert spread > 1.4 * (s.prompt_tokens + s.output_tokens / 2)
+    # a dense row keeps plain keys and values, its attention as wide as its hidden size, every answer one length
+    dense = cat.inference_runs.filter(pl.col("run_id") == "mlperf51-b200x8-llama2-70b-offline").row(0, named=True)
+    s = published.scenario(dense)
+    assert not s.latent_attention and s.kv_heads == 8 and s.model.attention_dim == 8192
+    assert s.output_tokens_p99 is None

@@ -380,6 +380,12 @@ class InferenceRuns(pa.DataFrameModel):
     n_kv_heads: int = pa.Field(gt=0)
     head_dim: int = pa.Field(gt=0)
     hidden_dim: int = pa.Field(gt=0)
+    # heads x head size where it is not hidden_dim (DeepSeek-V3: 128 x 128 = 16,384; null: hidden_dim)
+    attention_dim: Optional[int] = pa.Field(nullable=True, gt=0)
+    # multi-head latent attention (DeepSeek-V2/V3): the cached latent's width and its rotary key's (null: none); the
+    # row's n_kv_heads are then the model's heads, and the cache holds the latent (workbook.serving.scenario)
+    kv_lora_rank: Optional[int] = pa.Field(nullable=True, gt=0)
+    qk_rope_dim: Optional[int] = pa.Field(nullable=True, ge=0)
     weight_precision: str = pa.Field(isin=("bf16", "fp8", "fp4", "int8", "int4"))
     kv_precision: str = pa.Field(isin=("bf16", "fp8", "int8"))
     # latency: a lone request (or a fixed batch); offline: all queries at once; server: Poisson arrivals (MLPerf);
@@ -390,6 +396,11 @@ class InferenceRuns(pa.DataFrameModel):
     prompt_tokens_p99: Optional[int] = pa.Field(nullable=True, ge=1)  # 99th percentile (null: not known)
     prompt_basis: str = pa.Field(isin=("stated", "assumed"))
     output_tokens: float = pa.Field(gt=0)
+    # 99th-percentile answer length (null: every answer output_tokens long). A longer answer stays in flight longer,
+    # so the decode steps' mean context is prompt + E[O^2] / (2 E[O]) (workbook.model.serving.decode_context_tokens).
+    # Given where the run's answers' p99 is known (MLPerf's DeepSeek-R1: the benchmark's 20,000-token cap, which more
+    # than 1% of its answers reach); MLPerf's other sets publish only their reference answers', not the runs'.
+    output_tokens_p99: Optional[int] = pa.Field(nullable=True, ge=1)
     ttft_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
     tpot_limit_ms: Optional[float] = pa.Field(nullable=True, gt=0)
     load_tokens_per_s: Optional[float] = pa.Field(nullable=True, gt=0)

@@ -15,8 +15,12 @@ from one about the stack's port to it, so it carries both: vLLM on B200 or L40S,
 current engine, carries TensorRT-LLM's on that chip beside vLLM's on other chips); else of the stack on other chips;
 else of every result
 (``model_error_scope`` says which: chip, stack and chip, stack, all). Results served from separate prefill and decode
-pools (``prefill_chips`` published) test the pools' formulas, not a shared replica's, so each kind of option takes the
-errors of its own kind (``disaggregated``) at the chip and stack levels; every result at the last.
+pools (``prefill_chips`` published) test the pools' formulas, not a shared replica's; and a mixture-of-experts model
+runs a step the dense results do not test (its experts split over the replica's chips), whose error has moved on its
+own: MLPerf v5.1's DeepSeek-R1 Server results served 0.47x-0.57x the throughput the model predicts on B200, GB200 and
+GB300, v6.0's, on TensorRT-LLM 1.2, 0.94x-1.09x on B200, B300, GB200 and GB300, where the dense models' newest on
+those chips served 0.69x-1.09x. So each kind of option (``KINDS``: pools or not, experts or not) takes the errors of
+its own kind at the chip and stack levels; every result at the last.
 
 A replica count follows the throughput, so the chips, and the cost at the user's traffic, scale as
 published / predicted: the cost's range is ``cost x exp(low)`` to ``cost x exp(high)`` (whole replicas aside).
@@ -34,24 +38,24 @@ from workbook.serving.calibration import STACK_NAMES, calibrate
 from workbook.serving.validation import is_newest, validate
 
 BAND_COLUMNS = ["model_error_low", "model_error_high", "model_error_results", "model_error_scope"]
+KINDS = ("disaggregated", "moe")  # an option takes the errors of its own kind of replica and of model
 
 
 @dataclasses.dataclass(frozen=True)
 class ThroughputBand:
     """``errors``: each held-out result's stack, accelerator and ln(predicted / published) (column ``error``)."""
 
-    errors: pl.DataFrame  # run_id, stack, accelerator_id, disaggregated, error
+    errors: pl.DataFrame  # run_id, stack, accelerator_id, disaggregated, moe, error
 
     def for_options(self, options: pl.DataFrame) -> pl.DataFrame:
-        """``options`` (``stack``, ``accelerator_id``, ``disaggregated``: False where absent) with
+        """``options`` (``stack``, ``accelerator_id``, and :data:`KINDS`: False where absent) with
         :data:`BAND_COLUMNS`: the range of the chip's own results of the option's kind with its stack, else of the
         stack's of that kind, else of every result."""
-        kind = ["disaggregated"]
+        kind = list(KINDS)
         chip = _range(self.errors, ["stack", "accelerator_id", *kind], "chip")
         stack = _range(self.errors, ["stack", *kind], "stack")
         pooled = _range(self.errors.with_columns(_all=pl.lit(0)), ["_all"], "all").drop("_all")
-        if "disaggregated" not in options.columns:
-            options = options.with_columns(disaggregated=pl.lit(False))
+        options = options.with_columns(pl.lit(False).alias(k) for k in kind if k not in options.columns)
         keys = options.select("stack", "accelerator_id", *kind).unique()
         levels = [
             keys.join(chip, on=["stack", "accelerator_id", *kind], how="inner"),
@@ -70,9 +74,9 @@ class ThroughputBand:
 def _beside(errors: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
     """For each option (``keys``) whose chip has results of its kind with other stacks: the range of those and of the
     option's stack on other chips (scope "stack and chip")."""
-    pairs = keys.join(errors.rename({"stack": "_stack", "accelerator_id": "_chip"}), on="disaggregated")
+    pairs = keys.join(errors.rename({"stack": "_stack", "accelerator_id": "_chip"}), on=list(KINDS))
     other_stack = (pl.col("_chip") == pl.col("accelerator_id")) & (pl.col("_stack") != pl.col("stack"))
-    keys_ = ["stack", "accelerator_id", "disaggregated"]
+    keys_ = ["stack", "accelerator_id", *KINDS]
     return _range(
         pairs.filter(other_stack.any().over(keys_) & (other_stack | (pl.col("_stack") == pl.col("stack")))),
         keys_,
@@ -100,9 +104,8 @@ def throughput_band(cat: Catalog) -> ThroughputBand:
     )
     pools = pl.col("prefill_chips").is_not_null()
     newest = rows.filter(is_newest("stack", "accelerator_id", "model", pools))
-    errors = validate(cat, calibrate(cat), newest).join(newest.select("run_id", disaggregated=pools), on="run_id")
+    kinds = newest.select("run_id", disaggregated=pools, moe=pl.col("active_params") < pl.col("params"))
+    errors = validate(cat, calibrate(cat), newest).join(kinds, on="run_id")
     return ThroughputBand(
-        errors=errors.filter(pl.col("error").is_not_null()).select(
-            "run_id", "stack", "accelerator_id", "disaggregated", "error"
-        )
+        errors=errors.filter(pl.col("error").is_not_null()).select("run_id", "stack", "accelerator_id", *KINDS, "error")
     )

@@ -25,7 +25,7 @@ from workbook.catalog import Catalog
 from workbook.model import cost
 from workbook.model.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 from workbook.serving import disaggregated, replica
-from workbook.serving.band import throughput_band
+from workbook.serving.band import KINDS, throughput_band
 from workbook.serving.calibration import ServingEfficiency, calibrate
 from workbook.serving.scenario import ServeScenario
 
@@ -264,6 +264,7 @@ SERVE_COLUMNS = [
     "pipeline_parallel",
     "layout",
     "disaggregated",
+    "moe",
     *disaggregated.PREFILL_COLUMNS,
     "over_pcie",
     "scaleout_bytes_per_s",
@@ -327,6 +328,7 @@ def evaluate_serving(
         layout=replica.layout(),
         capacity_tokens_per_s_per_replica=pl.col("capacity_within_targets_rps") * s.output_tokens,
         headroom=pl.lit(s.headroom),
+        moe=pl.lit(s.model.active_params < s.model.params),  # its cost range takes mixture-of-experts results
     )
     tokens_per_hour = demand * SECONDS_PER_HOUR / 1e6  # millions of output tokens served per hour
     # The ranges: the price spread, and the chips the model's held-out throughput error would add or save
@@ -335,7 +337,7 @@ def evaluate_serving(
     high = pl.col("chips") * pl.col("usd_per_chip_hour_high") * pl.col("model_error_high").exp()
     frame = (
         frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left")
-        .join(throughput_band(cat).for_options(frame), on=["stack", "accelerator_id", "disaggregated"], how="left")
+        .join(throughput_band(cat).for_options(frame), on=["stack", "accelerator_id", *KINDS], how="left")
         .with_columns(
             usd_per_hour=pl.col("chips") * pl.col("usd_per_chip_hour"),
             usd_per_month=pl.col("chips") * pl.col("usd_per_chip_hour") * HOURS_PER_MONTH,

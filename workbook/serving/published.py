@@ -23,23 +23,30 @@ def _slots(run: dict) -> int | None:
 
 
 def scenario(run: dict) -> ServeScenario:
-    """The published run's model, precisions, request shape and latency limits."""
+    """The published run's model, precisions, request shape (its answers' spread where known) and latency limits. A
+    model with latent attention (``kv_lora_rank``) states its heads on the model, so that its cache is the latent's."""
+    latent = run.get("kv_lora_rank")
     model = ModelSpec(
         params=run["params"],
         active_params=run["active_params"],
         n_layers=run["n_layers"],
         hidden_dim=run["hidden_dim"],
-        attention_dim=run["hidden_dim"],
+        attention_dim=run.get("attention_dim") or run["hidden_dim"],
+        n_kv_heads=run["n_kv_heads"] if latent else None,
+        kv_lora_rank=latent,
+        qk_rope_dim=run.get("qk_rope_dim") or 0,
     )
+    output_tokens = max(1, int(round(run["output_tokens"])))
     return ServeScenario(
         model=model,
         weight_precision=run["weight_precision"],
         kv_precision=run["kv_precision"],
         prompt_tokens=run["prompt_tokens"],
-        output_tokens=max(1, int(round(run["output_tokens"]))),
+        output_tokens=output_tokens,
+        output_tokens_p99=max(output_tokens, run["output_tokens_p99"]) if run.get("output_tokens_p99") else None,
         ttft_ms=run["ttft_limit_ms"],
         tpot_ms=run["tpot_limit_ms"],
-        n_kv_heads=run["n_kv_heads"],
+        n_kv_heads=None if latent else run["n_kv_heads"],
         accelerators=(run["accelerator_id"],),
         max_batch=(None if run["scenario"] == "concurrency" else run["batch"]) or _slots(run),  # clients: no limit
         prompt_tokens_p99=run["prompt_tokens_p99"],

@@ -145,13 +145,15 @@ def range_line(o: dict) -> str:
     results of the stack within latency limits (:mod:`workbook.serving.band`)."""
     fewer, more = math.exp(-o["model_error_low"]), math.exp(-o["model_error_high"])
     results = f"{o['model_error_results']}, each predicted without its own system's results"
+    kind = " mixture-of-experts" if o.get("moe") else ""
     where = {
-        "chip": f"published results of {o['stack_name']} on this chip within latency limits ({results})",
-        "stack and chip": f"this chip has no published result of {o['stack_name']} within latency limits; "
+        "chip": f"published{kind} results of {o['stack_name']} on this chip within latency limits ({results})",
+        "stack and chip": f"this chip has no published{kind} result of {o['stack_name']} within latency limits; "
         f"{o['stack_name']}'s on other chips and other stacks' on this chip ({results})",
-        "stack": f"this chip has no published result within latency limits; {o['stack_name']}'s on other chips "
+        "stack": f"this chip has no published{kind} result within latency limits; {o['stack_name']}'s on other chips "
         f"({results})",
-        "all": f"{o['stack_name']} has no published result within latency limits; those of every stack ({results})",
+        "all": f"{o['stack_name']} has no published{kind} result within latency limits; those of every stack "
+        f"({results})",
     }[o["model_error_scope"]]
     low, high = (max(1, round(o["chips"] / ratio)) for ratio in (fewer, more))
     chips = f"about {low:,} to {high:,} chips may be needed" if low < high else f"about {count(low, 'chip')} either way"
