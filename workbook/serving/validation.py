@@ -22,7 +22,12 @@ software drift is visible. Two exceptions, stated: the all-reduce efficiency is 
 pairs (MLPerf v4.1, v5.1) and each vendor's FP4 factor on one offline result (NVIDIA: MLPerf v5.0's B200; AMD: MLPerf
 v5.1's MI355X, open division), and both are kept for those systems' own rows; NVIDIA's TensorRT-LLM tables (rounds
 "TRT-LLM 0.13" to "1.2", in no fit: TP 1/2/4/8 on H100/H200, FP4 on B200) are their held-out test (AMD's FP4 has
-none: with NVIDIA's factor its MI355X result would be 0.76x).
+none: with NVIDIA's factor its MI355X result would be 0.76x). MLPerf's DeepSeek-R1 results (v5.1 and v6.0, NVIDIA's
+TensorRT-LLM on B200 to GB300 NVL72: attention data-parallel, the experts split over eight GPUs) are in no fit: their
+rows state the latent attention and the answers' p99, the benchmark's 20,000-token cap (a long answer stays in flight
+longer: the steps' mean context is 5,100 tokens, not 2,700; Offline 1.15-1.50x with every answer the mean). v6.0's
+Server results 0.92x-1.07x and Offline 0.62x-0.77x; v5.1's Offline 0.97x-1.29x and Server 1.76x-2.14x over: the two
+rounds ran the same layouts, and v5.1's release took ~30 ms longer a decode step at the same batch.
 
 MLPerf server latencies (TTFT / TPOT, each row's mean or 99th percentile: the round limits the p99; Server and, from
 v5.0/v5.1, Interactive benchmarks, each with its own limits: ``ttft_limit_ms``, ``tpot_limit_ms``) are predicted, in
@@ -42,13 +47,16 @@ error on the system into a several-fold latency error
 (H100 v4.1 Llama 2 70B: published load 0.77 of the model's capacity, TPOT 79 ms predicted vs 155 ms published).
 Under tight limits the latencies are set by the limits, and the throughput row is the test: the load the model
 reaches within them. Measured with the formulas checked against the engine's simulation (:func:`against_simulation`)
-and each step's fixed cost charged per layer: 164 of the 244 MLPerf rows within 30% at the edge, 173 at 1% less
-traffic, with Lenovo's eight H100 NVL of v4.1 (0 of 4: read at its datasheet peak, its throughput 1.47x Offline and
+and each step's fixed cost charged per layer: 174 of the 272 MLPerf rows within 30% at the edge, 185 at 1% less
+traffic, with MLPerf v5.1's and v6.0's DeepSeek-R1 (10 of 28: the time per token 10 of 14; the first token 0.08x-0.36x,
+as the engine holds a prompt several steps to balance its data-parallel attention, which the model leaves out),
+Lenovo's eight H100 NVL of v4.1 (0 of 4: read at its datasheet peak, its throughput 1.47x Offline and
 1.73x Server), NVIDIA's one GH200 144GB of v4.1 (4 of 4), ASUSTeK's eight H100 PCIe of v4.1 (3 of 4: no NVLink, its
 all-reduces over PCIe), QCT's one GH200 96GB
 of v4.1 (0 of 4: its Server run stopped at 80% of the model's highest load; at its published load all 4 within 13%),
 Fujitsu's TensorRT-LLM Server result on eight L40S of v4.1 (4 of 4), Red Hat's one-GPU vLLM 0.10 Server results of
-v5.1 (6 of 8) and MLPerf v6.1 (September 2026, gathered after the model was built: 16 of its 28 rows); before those,
+v5.1 (6 of 8) and MLPerf v6.1 (September 2026, gathered after the model was built: 16 of its 28 rows); before
+DeepSeek-R1, 164 of 244 and 173; before those,
 148 of 216 and 157; before v6.1, 132 of 188 (v6.0 29 of 44) and 138 (136 before MI325X's sustained clock; 129 and
 132 with one fixed cost a step; 130 and 135 before MI355X's v6.0 Server engine admitted prompts every third step, as
 AMD's scheduler patch does above 1,216 running requests). MLPerf v6.1's 22 throughput results: median |ln error|
