@@ -139,10 +139,15 @@ def _base_url(text: str) -> str:
     return text
 
 
-def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool = True) -> None:
+def _model_flags(p: argparse.ArgumentParser) -> None:
+    """The model: its parameter count, a preset or a Hugging Face config.json (exactly one: :func:`_model`)."""
     p.add_argument("--params", type=_positive("--params"), help="total parameters, e.g. 70e9 (or --model/--config)")
     p.add_argument("--model", help="model preset: " + ", ".join(PRESETS) + ", generic-<params>")
     p.add_argument("--config", help="path of a Hugging Face config.json giving the model's shape")
+
+
+def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool = True) -> None:
+    _model_flags(p)
     p.add_argument(
         "--global-batch-tokens",
         type=_positive("--global-batch-tokens"),
@@ -260,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _scenario_flags(sub.add_parser("train", help="one accelerator: chips, days, cost, memory"), single=True)
     serve = sub.add_parser("serve", help="one accelerator: replicas, chips, latency, USD per million tokens")
-    serve.add_argument("--params", type=_positive("--params"), required=True)
+    _model_flags(serve)
     serve.add_argument("--active-params", type=_positive("--active-params"))
     serve.add_argument("--accelerator", required=True)
     serve.add_argument(
@@ -369,9 +374,10 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
     _check_ids(args, cat)
     precision = args.precision or serving.DEFAULT_SERVE_PRECISION
     kv = args.kv_precision or serving.default_kv_precision(precision)
+    model = _model(args)  # its errors name their flags already
     try:
         return serving.ServeScenario(
-            model=_model(args),
+            model=model,
             weight_precision=precision,
             kv_precision=kv,
             prompt_tokens=args.prompt_tokens,

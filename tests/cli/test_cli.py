@@ -178,6 +178,8 @@ def test_report_refuses_a_folder_as_out_before_any_work(cli, tmp_path):
         (["serve", "--params", "7e9", "--accelerator", "h100-sxm", "--rps", "1e12"], "--rps:", "--requests-per-s"),
         (["train", "--params", "9e13", "--accelerator", "h100-sxm"], "--params:", "--tokens:"),
         (["train", "--params", "7e9", "--tokens", "1e16", "--accelerator", "h100-sxm"], "--tokens:", "--params:"),
+        (["serve", "--accelerator", "h100-sxm"], "--params:", "----params"),
+        (["compare", "--mode", "serve", "--model", "deepseek-v3", "--params", "7e9"], "--params:", "----params"),
     ],
 )
 def test_messages_name_the_flag_as_typed(cli, args, flag, not_named):
@@ -230,3 +232,11 @@ def test_train_json_has_the_layout(cli):
 def test_int8_training_on_h100_exits_2(cli):
     out = cli("train", "--params", "7e9", "--accelerator", "h100-sxm", "--precision", "int8")
     assert out.returncode == 2 and "--precision" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_serve_takes_the_model_as_train_does(cli):
+    # a preset (DeepSeek-V3: its latent attention caches 576 values a token and layer, not 128 heads' keys and values)
+    # or a config.json, as train and compare take them
+    out = cli("serve", "--model", "deepseek-v3", "--accelerator", "b200", "--precision", "fp4", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["chips"] >= 1
