@@ -2,6 +2,7 @@
 
 import datetime
 
+import polars as pl
 import pytest
 
 from workbook.app import state
@@ -315,6 +316,26 @@ def test_serve_view_clears_its_answer_on_invalid_input():
     assert "Serve on" not in dash.serve.card.value and dash.serve.charts.layout.visibility == "hidden"
     dash.serve.controls["output_tokens"].value = 300
     assert "Serve on" in dash.serve.card.value and dash.serve.status.value == ""
+
+
+def test_a_wider_answer_spread_serves_fewer_tokens_per_chip():
+    # Reasoning answers spread far (MLPerf's DeepSeek-R1: p99 about 5x the mean): a long answer stays in flight longer
+    # and reads a longer context, so a chip sustains fewer tokens/s. The slider sets the p99 as a multiple of the
+    # output tokens; 1 keeps every answer the mean's length. Past 200,000 tokens the page names the control.
+    dash = Dashboard()
+    dash.tabs.selected_index = 1
+    serve = dash.serve
+    serve.controls["output_tokens"].value = 2000
+    assert serve.scenario.output_tokens_p99 is None
+    per_chip = (pl.col("capacity_tokens_per_s_per_replica") / pl.col("chips_per_replica")).max()
+    even = serve.frame.filter(pl.col("feasible")).select(per_chip).item()
+    serve.controls["answer_spread"].value = 5.0
+    assert serve.scenario.output_tokens_p99 == 10_000
+    spread = serve.frame.filter(pl.col("feasible")).select(per_chip).item()
+    assert spread < even
+    serve.controls["output_tokens"].value = 50_000  # p99 250,000: past what a scenario accepts
+    assert serve.status.value.startswith("<") and "Answer p99 ÷ mean" in serve.status.value
+    assert "Serve on" not in serve.card.value
 
 
 def test_serve_table_lists_options_that_fit_on_no_replica():

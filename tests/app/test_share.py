@@ -44,6 +44,7 @@ SERVE_CHANGES = {
     "kv_precision": "bf16",
     "prompt_tokens": 4000,
     "output_tokens": 700,
+    "answer_spread": 4.5,
     "rps": 123.0,
     "ttft_ms": 900.0,
     "tpot_ms": 30.0,

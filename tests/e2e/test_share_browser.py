@@ -99,8 +99,12 @@ def _change(page, control: dict) -> None:
     else:  # sliders move down; the later a slider, the further (active parameters stay below the model size)
         handle = el.locator(".noUi-handle")
         handle.focus()
+        before = handle.get_attribute("aria-valuenow")
         for _ in range(3 + control["index"]):
             handle.press("ArrowLeft")
+        if handle.get_attribute("aria-valuenow") == before:  # it starts at its least (the answers' spread): up
+            for _ in range(3 + control["index"]):
+                handle.press("ArrowRight")
 
 
 def _open_accordions(page) -> None:

@@ -22,7 +22,13 @@ from workbook.model.spec import ModelSpec
 
 WIDE = w.Layout(width="420px")
 # ServeScenario field -> the control that sets it (same unit; the sliders keep params within range).
-CONTROL_OF_FIELD = {"params": "params_b", "weight_precision": "precision", "requests_per_s": "rps", "clouds": "cloud"}
+CONTROL_OF_FIELD = {
+    "params": "params_b",
+    "weight_precision": "precision",
+    "requests_per_s": "rps",
+    "clouds": "cloud",
+    "output_tokens_p99": "answer_spread",
+}
 
 
 class ServeView:
@@ -59,6 +65,9 @@ class ServeView:
                 value=1000, min=1, max=2_000_000, description="Prompt tokens", style=STYLE
             ),
             "output_tokens": w.BoundedIntText(value=300, min=1, max=200_000, description="Output tokens", style=STYLE),
+            # 1: every answer as long as the mean; reasoning models' answers spread far (MLPerf's DeepSeek-R1: mean
+            # ~3,740 tokens, p99 20,000, about 5x): a long answer stays in flight longer and reads a longer context
+            "answer_spread": slider("Answer p99 ÷ mean", 1.0, 1.0, 10.0, step=0.1),
             "rps": log_slider("Requests per second", 10, 0.01, 10_000),
             "ttft_ms": log_slider("First-token p99 target (ms)", 2000, 10, 60_000, ".0f"),
             "tpot_ms": log_slider("Per-token p99 target (ms)", 50, 2, 1000, ".0f"),
@@ -118,6 +127,7 @@ class ServeView:
             w.HTML("<b>Traffic and targets</b>"),
             c["prompt_tokens"],
             c["output_tokens"],
+            c["answer_spread"],
             c["rps"],
             c["ttft_ms"],
             c["tpot_ms"],
@@ -154,6 +164,7 @@ class ServeView:
                 kv_precision=v["kv_precision"],
                 prompt_tokens=v["prompt_tokens"],
                 output_tokens=v["output_tokens"],
+                output_tokens_p99=round(v["answer_spread"] * v["output_tokens"]) if v["answer_spread"] > 1 else None,
                 requests_per_s=v["rps"],
                 ttft_ms=v["ttft_ms"],
                 tpot_ms=v["tpot_ms"],
