@@ -331,6 +331,7 @@ def test_a_wider_answer_spread_serves_fewer_tokens_per_chip():
     even = serve.frame.filter(pl.col("feasible")).select(per_chip).item()
     serve.controls["answer_spread"].value = 5.0
     assert serve.scenario.output_tokens_p99 == 10_000
+    assert "answers average 2,000 tokens and reach 10,000 at the 99th percentile" in serve.card.value
     spread = serve.frame.filter(pl.col("feasible")).select(per_chip).item()
     assert spread < even
     serve.controls["output_tokens"].value = 50_000  # p99 250,000: past what a scenario accepts

@@ -67,7 +67,7 @@ class ServeView:
             "output_tokens": w.BoundedIntText(value=300, min=1, max=200_000, description="Output tokens", style=STYLE),
             # 1: every answer as long as the mean; reasoning models' answers spread far (MLPerf's DeepSeek-R1: mean
             # ~3,740 tokens, p99 20,000, about 5x): a long answer stays in flight longer and reads a longer context
-            "answer_spread": slider("Answer p99 ÷ mean", 1.0, 1.0, 10.0, step=0.1),
+            "answer_spread": slider("Answer p99 ÷ mean", 1.0, 1.0, 10.0, step=0.1, layout=WIDE),
             "rps": log_slider("Requests per second", 10, 0.01, 10_000),
             "ttft_ms": log_slider("First-token p99 target (ms)", 2000, 10, 60_000, ".0f"),
             "tpot_ms": log_slider("Per-token p99 target (ms)", 50, 2, 1000, ".0f"),

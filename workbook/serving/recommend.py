@@ -140,6 +140,16 @@ def _interference_words(o: dict) -> str:
     return "Prefill is interleaved with decode steps, so both include its interference and the queueing."
 
 
+def _spread_words(scenario) -> str:
+    """The answers' spread where the user gave one: their long tail holds the cache longer."""
+    if not scenario.output_tokens_p99:
+        return ""
+    return (
+        f"; answers average {scenario.output_tokens:,} tokens and reach {scenario.output_tokens_p99:,} at the 99th "
+        "percentile, and a long one holds its cache longer"
+    )
+
+
 def range_line(o: dict) -> str:
     """The cost's range: the price quotes' spread and how far the model's throughput has been from published
     results of the stack within latency limits (:mod:`workbook.serving.band`)."""
@@ -281,7 +291,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         _stack_line(best, scenario),
         f"Memory per chip: {best['memory_per_chip_gb']:.0f} GB of {best['hbm_gb']:.0f} GB "
         f"(weights {best['weights_gb']:.0f} GB, KV cache {best['kv_cache_gb']:.0f} GB for the "
-        f"{best['sequences']:,.0f} sequences in flight).",
+        f"{best['sequences']:,.0f} sequences in flight{_spread_words(scenario)}).",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, {price_basis(best)} "
         f"as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
         f"{per_million_tokens(best['usd_per_million_tokens_at_full_load'])}.",
