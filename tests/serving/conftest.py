@@ -1,9 +1,12 @@
 """Shared serving fixtures: the shipped catalog and its serving calibration, loaded once per session."""
 
+import dataclasses
+
+import polars as pl
 import pytest
 
 from workbook import catalog
-from workbook.serving import validation
+from workbook.serving import published, validation
 from workbook.serving.calibration import calibrate
 
 
@@ -21,3 +24,16 @@ def eff(cat):
 def validated(cat):
     """Every published result against the model's prediction, held out (:func:`validation.validate`)."""
     return validation.validate(cat)
+
+
+@pytest.fixture(scope="session")
+def llama70_replica(cat, eff):
+    """(replica frame, scenario): one H100 TP2 replica of Llama 2 70B FP8 on MLPerf's prompts (MLPerf v4.1's H100
+    Server run), with the calibrated TensorRT-LLM efficiencies."""
+    run = cat.inference_runs.filter(pl.col("run_id") == "mlperf41-h100x8-llama2-70b-server-ttft").row(0, named=True)
+    stack = eff.stacks.filter(pl.col("stack") == "trtllm").row(0, named=True)
+    reps = published._replicas(
+        cat.accelerators, run, stack["eta_bw"], stack["eta_c"], dataclasses.replace(eff.factors(), moe=1.0)
+    )
+    assert reps.height == 1
+    return reps, published.scenario(run)

@@ -9,50 +9,36 @@ import pytest
 
 from workbook.model import serving as sv
 from workbook.serving import published, replica
-from workbook.serving.calibration import calibrate
 
-LLAMA70_SERVER = "mlperf41-h100x8-llama2-70b-server-ttft"
-
-
-@pytest.fixture(scope="module")
-def setup(cat):
-    """One H100 TP2 replica of Llama 2 70B FP8 on MLPerf's prompts, with the calibrated TensorRT-LLM efficiencies."""
-    run = cat.inference_runs.filter(pl.col("run_id") == LLAMA70_SERVER).row(0, named=True)
-    eff = calibrate(cat)
-    stack = eff.stacks.filter(pl.col("stack") == "trtllm").row(0, named=True)
-    reps = published._replicas(
-        cat.accelerators, run, stack["eta_bw"], stack["eta_c"], dataclasses.replace(eff.factors(), moe=1.0)
-    )
-    assert reps.height == 1
-    return reps, published.scenario(run)
+LLAMA70_SERVER = "mlperf41-h100x8-llama2-70b-server-ttft"  # the run of the llama70_replica fixture (conftest)
 
 
-def _at(setup, rho, sched):
-    reps, s = setup
+def _at(llama70_replica, rho, sched):
+    reps, s = llama70_replica
     return replica.at_load(reps, s, pl.lit(rho), sched).row(0, named=True)
 
 
-def test_a_budget_queue_binds_once_decode_tokens_fill_the_steps(setup):
+def test_a_budget_queue_binds_once_decode_tokens_fill_the_steps(llama70_replica):
     free = replica.Scheduler()
     tight = replica.Scheduler(max_tokens_per_step=1200)  # ~1000 decoding sequences leave ~200 prompt tokens/step
     for rho in (0.5, 0.8):
-        a, b = _at(setup, rho, free), _at(setup, rho, tight)
+        a, b = _at(llama70_replica, rho, free), _at(llama70_replica, rho, tight)
         assert b["tpot_mean_ms"] == pytest.approx(a["tpot_mean_ms"])  # the budget moves prompts, not decode work
         assert b["ttft_mean_ms"] >= a["ttft_mean_ms"] and b["ttft_ms"] >= a["ttft_ms"]
     # Half loaded, the prompts ahead hold a prompt back by their prefill work, budget or not; at 80% the decode
     # tokens leave so little of the budget that its queue is the longer one.
-    half, busy = ((_at(setup, rho, tight), _at(setup, rho, free)) for rho in (0.5, 0.8))
+    half, busy = ((_at(llama70_replica, rho, tight), _at(llama70_replica, rho, free)) for rho in (0.5, 0.8))
     assert half[0]["ttft_mean_ms"] == pytest.approx(half[1]["ttft_mean_ms"])
     assert busy[0]["ttft_mean_ms"] > busy[1]["ttft_mean_ms"] * 1.1 and busy[0]["ttft_ms"] > busy[1]["ttft_ms"]
 
 
-def test_the_prompts_ahead_queue_by_their_prefill_work_and_long_prompts_wait_longer(setup):
+def test_the_prompts_ahead_queue_by_their_prefill_work_and_long_prompts_wait_longer(llama70_replica):
     # An unlimited engine still queues a prompt behind the prefill of those that arrived first (M/G/1 of prefill
     # work); the wait grows with load, and with the prompts' second moment at the same mean.
-    reps, s = setup
+    reps, s = llama70_replica
     waits = []
     for rho in (0.2, 0.8):
-        row = _at(setup, rho, replica.Scheduler())
+        row = _at(llama70_replica, rho, replica.Scheduler())
         rps, prefill_s, step_s = row["requests_per_s_per_replica"], row["prefill_s"], row["tpot_mean_ms"] / 1000
         load = rps * prefill_s
         expected = sv.prefill_wait_seconds(rps, prefill_s / s.prompt_tokens, replica.prompt_second_moment(s), load)
@@ -67,16 +53,16 @@ def test_the_prompts_ahead_queue_by_their_prefill_work_and_long_prompts_wait_lon
     assert math.isinf(sv.prefill_wait_seconds(3.0, 1e-4, 5000.0**2, 1.0))
 
 
-def test_a_budget_the_decode_tokens_fill_never_starts_a_prompt(setup):
+def test_a_budget_the_decode_tokens_fill_never_starts_a_prompt(llama70_replica):
     # 100 tokens per step, fewer than the sequences in flight: the prompt queue is unstable, the wait infinite,
     # and the first-token target fails (nothing silently clamped).
-    row = _at(setup, 0.8, replica.Scheduler(max_tokens_per_step=100))
+    row = _at(llama70_replica, 0.8, replica.Scheduler(max_tokens_per_step=100))
     assert math.isinf(row["ttft_mean_ms"]) and math.isinf(row["ttft_ms"])
-    reps, s = setup
+    reps, s = llama70_replica
     assert not replica.at_load(reps, s, pl.lit(0.8), replica.Scheduler(max_tokens_per_step=100))["meets_ttft"][0]
 
 
-def test_chunking_splits_a_long_prompt_over_steps_and_without_it_one_step_carries_it(setup):
+def test_chunking_splits_a_long_prompt_over_steps_and_without_it_one_step_carries_it(llama70_replica):
     chunked = replica.Scheduler(max_tokens_per_step=1200, chunked_prefill=True)
     whole = replica.Scheduler(max_tokens_per_step=1200, chunked_prefill=False)
     sequences = pl.lit(1000.0)
@@ -85,19 +71,19 @@ def test_chunking_splits_a_long_prompt_over_steps_and_without_it_one_step_carrie
     assert pl.select(replica.prompt_steps(whole, 791, sequences)).item() == 1
 
 
-def test_a_dispatch_window_adds_half_the_window_and_the_prefill_of_the_batched_prompts(setup):
-    free = _at(setup, 0.5, replica.Scheduler())
-    window = _at(setup, 0.5, replica.Scheduler(dispatch_window_s=0.3, replicas_per_dispatcher=4))
+def test_a_dispatch_window_adds_half_the_window_and_the_prefill_of_the_batched_prompts(llama70_replica):
+    free = _at(llama70_replica, 0.5, replica.Scheduler())
+    window = _at(llama70_replica, 0.5, replica.Scheduler(dispatch_window_s=0.3, replicas_per_dispatcher=4))
     added_ms = window["ttft_mean_ms"] - free["ttft_mean_ms"]
     assert added_ms > 150  # half the window, plus the batch's prefill
     assert window["ttft_ms"] - free["ttft_ms"] > 0.99 * 300
 
 
-def test_multi_step_scheduling_makes_a_prompt_wait_out_the_run_it_arrived_in(setup):
+def test_multi_step_scheduling_makes_a_prompt_wait_out_the_run_it_arrived_in(llama70_replica):
     # vLLM's num_scheduler_steps n: prompts join only between runs of n steps, (n - 1) / 2 steps more on average,
     # and the step that admits a prompt also prefills the others that arrived during the run, (n - 1) steps of them.
-    one = _at(setup, 0.5, replica.Scheduler())
-    nine = _at(setup, 0.5, replica.Scheduler(steps_per_schedule=9))
+    one = _at(llama70_replica, 0.5, replica.Scheduler())
+    nine = _at(llama70_replica, 0.5, replica.Scheduler(steps_per_schedule=9))
     step_ms = one["tpot_mean_ms"]
     run_prefill_ms = nine["prefill_s"] * nine["requests_per_s_per_replica"] * 8 * step_ms
     assert nine["ttft_mean_ms"] - one["ttft_mean_ms"] == pytest.approx(4 * step_ms + run_prefill_ms, rel=1e-6)
@@ -105,8 +91,24 @@ def test_multi_step_scheduling_makes_a_prompt_wait_out_the_run_it_arrived_in(set
     assert nine["tpot_ms"] == one["tpot_ms"]  # the steps themselves are unchanged
 
 
-def test_the_p99_prompt_is_prefilled_with_its_own_quadratic_attention(setup):
-    reps, s = setup
+def test_attention_dp_balancing_holds_a_prompt_until_every_rank_has_one(llama70_replica):
+    # TensorRT-LLM's adp_balancing: new prompts wait until each of the replica's ranks (here its two chips) has one,
+    # then the wait's steps more, or the timeout's steps at most; a prompt waits out half that cycle on average.
+    free = replica.Scheduler()
+    held = replica.Scheduler(balance_timeout_steps=9, balance_wait_steps=3)
+    for rho, fills in ((0.05, False), (0.7, True)):  # few arrivals a step: the timeout binds; many: the ranks fill
+        one, hold = _at(llama70_replica, rho, free), _at(llama70_replica, rho, held)
+        step_s = one["tpot_mean_ms"] / 1000
+        arrivals = one["requests_per_s_per_replica"] * step_s
+        cycle = 2 / arrivals + 3 if fills else 9
+        assert (2 / arrivals + 3 < 9) == fills
+        assert hold["ttft_mean_ms"] - one["ttft_mean_ms"] == pytest.approx(cycle / 2 * step_s * 1000, rel=1e-6)
+        assert hold["ttft_ms"] - one["ttft_ms"] > cycle / 2 * step_s * 1000  # the cycle's tail adds beyond its mean
+        assert hold["tpot_ms"] == one["tpot_ms"]
+
+
+def test_the_p99_prompt_is_prefilled_with_its_own_quadratic_attention(llama70_replica):
+    reps, s = llama70_replica
     long_tail = dataclasses.replace(s, prompt_tokens=8000, prompt_tokens_p99=64000)
     row = replica.replicas(reps, long_tail, replica.Factors(1.0, 1.0, 1.0)).row(0, named=True)
     # The mix's per-token cost scaled to 64k tokens is too low: attention per token grows with the prompt
@@ -115,14 +117,14 @@ def test_the_p99_prompt_is_prefilled_with_its_own_quadratic_attention(setup):
     assert row["prefill_tail_s"] > 1.1 * linear
 
 
-def test_pipeline_stages_read_their_weights_in_turn(setup):
-    one = _at(setup, 0.5, replica.Scheduler())
-    two = _at(setup, 0.5, replica.Scheduler(pipeline_stages=2))
+def test_pipeline_stages_read_their_weights_in_turn(llama70_replica):
+    one = _at(llama70_replica, 0.5, replica.Scheduler())
+    two = _at(llama70_replica, 0.5, replica.Scheduler(pipeline_stages=2))
     assert two["tpot_mean_ms"] == pytest.approx(2 * one["tpot_mean_ms"])
 
 
-def test_prompt_second_moment_from_the_mean_and_p99(setup):
-    _, s = setup  # OpenOrca: mean 222, p99 791 tokens
+def test_prompt_second_moment_from_the_mean_and_p99(llama70_replica):
+    _, s = llama70_replica  # OpenOrca: mean 222, p99 791 tokens
     ratio = replica.prompt_second_moment(s) / s.prompt_tokens**2
     assert 1.3 < ratio < 1.7  # lognormal sigma ~0.63: E[P^2] = mean^2 exp(sigma^2)
     constant = published.scenario({**_run(s), "prompt_tokens_p99": None})
@@ -170,15 +172,17 @@ def test_scheduler_from_a_run(cat):
     assert (offline.max_tokens_per_step, offline.pipeline_stages, offline.replicas_per_dispatcher) == (1024, 2, 4)
     multi_step = published.scheduler(runs["mlperf51-mi300x8-llama2-70b-server-ttft"])  # num_scheduler_steps 9
     assert (multi_step.steps_per_schedule, multi_step.chunked_prefill, multi_step.dispatch_window_s) == (9, False, 0.0)
+    balanced = published.scheduler(runs["mlperf60-b200x8-deepseek-r1-server-ttft"])  # adp_balancing 6 / 2 iterations
+    assert (balanced.balance_timeout_steps, balanced.balance_wait_steps) == (6, 2)
     unpublished = published.scheduler(runs["mlperf41-mi300x8-llama2-70b-offline"])
     assert unpublished == replica.Scheduler(replicas_per_dispatcher=8)  # the unlimited engine
     assert published.scenario(runs["mlperf50-h100x8-llama2-70b-server-ttft"]).max_batch == 2 * 1024
 
 
-def test_a_token_budget_caps_offline_throughput(setup):
+def test_a_token_budget_caps_offline_throughput(llama70_replica):
     # With every query queued (offline: no latency limits), a replica carries at most its token budget per step:
     # the prompt and decode tokens of a step stay under it (u < 1), and the binding limit says so.
-    reps, s = setup
+    reps, s = llama70_replica
     s = dataclasses.replace(s, ttft_ms=None, tpot_ms=None, max_batch=None)
     budget = 1024
     sched = replica.Scheduler(max_tokens_per_step=budget)
@@ -195,11 +199,11 @@ def test_a_token_budget_caps_offline_throughput(setup):
     assert budget * 0.95 < tokens_per_step < budget
 
 
-def test_the_highest_load_within_the_limits_is_refined_between_grid_loads(setup, cat):
+def test_the_highest_load_within_the_limits_is_refined_between_grid_loads(llama70_replica, cat):
     # The load grid steps by 1%; near the slots' limit the first token's p99 climbs from well inside its target to
     # past it within one step, so the highest load is refined between the grid's last load within the limits and
     # the next one: every limit holds there, and one refinement step further one breaks.
-    reps, s = setup
+    reps, s = llama70_replica
     run = cat.inference_runs.filter(pl.col("run_id") == LLAMA70_SERVER).row(0, named=True)
     sched = published.scheduler(run)
     coarse = replica.limits(replica.load_curve(reps, s, sched))
@@ -209,8 +213,8 @@ def test_the_highest_load_within_the_limits_is_refined_between_grid_loads(setup,
     grid = replica.LOAD_GRID[1] - replica.LOAD_GRID[0]
     step = grid / replica.REFINE_STEPS
     assert low <= high < low + grid
-    inside, beyond = (_at(setup, rho, sched) for rho in (high, high + step))
+    inside, beyond = (_at(llama70_replica, rho, sched) for rho in (high, high + step))
     assert inside["fits_in_memory"] and inside["meets_ttft"] and inside["meets_tpot"]
     assert not (beyond["fits_in_memory"] and beyond["meets_ttft"] and beyond["meets_tpot"])
     # the steep edge the 1% grid steps over: the first token's p99 several-fold within one grid step
-    assert beyond["ttft_ms"] > 3 * _at(setup, low - grid, sched)["ttft_ms"]
+    assert beyond["ttft_ms"] > 3 * _at(llama70_replica, low - grid, sched)["ttft_ms"]

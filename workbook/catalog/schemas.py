@@ -418,6 +418,10 @@ class InferenceRuns(pa.DataFrameModel):
     chunked_prefill: Optional[bool] = pa.Field(nullable=True)  # a prompt may be split over several steps
     dispatch_window_ms: Optional[float] = pa.Field(nullable=True, ge=0)  # harness holds queries to batch them
     scheduler_steps: Optional[int] = pa.Field(nullable=True, ge=1)  # vLLM num_scheduler_steps: steps per schedule
+    # TensorRT-LLM attention-DP balancing (adp_balancing_timeout_iters, adp_balancing_batching_wait_iters): a new
+    # prompt is held until every rank has one, then the wait's steps more, or at most the timeout's
+    balance_timeout_steps: Optional[int] = pa.Field(nullable=True, ge=1)
+    balance_wait_steps: Optional[int] = pa.Field(nullable=True, ge=0)
     # Prefill/decode disaggregation: the prefill pool's chips and chips per replica (null: one pool does both); the
     # columns above (tensor_parallel, max_seqs, max_tokens_per_step) then describe the decode pool, of the other chips.
     prefill_chips: Optional[int] = pa.Field(nullable=True, ge=1)

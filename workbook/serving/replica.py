@@ -28,6 +28,10 @@ in ceil(P / per-step share) steps when it may be chunked (one step otherwise). A
 window (half on average) and the prefill of the prompts batched with it. An engine that runs ``steps_per_schedule``
 decode steps per scheduler call (vLLM's multi-step scheduling, ``num_scheduler_steps``) admits prompts only between
 those runs: a prompt also waits out the rest of the run it arrived in, (n - 1) / 2 steps on average and up to n - 1.
+An engine that balances attention run data-parallel (TensorRT-LLM's ``adp_balancing``, each of a replica's chips its
+own sequences) holds new prompts until every rank has one, then ``balance_wait_steps`` more steps, or at most
+``balance_timeout_steps`` steps, and starts them together: a prompt waits out the rest of that cycle
+(:func:`balance_hold_steps`), half of it on average.
 Prompt lengths: lognormal through the
 mean and the 99th percentile when that is known. The p99 first token is the 99th percentile of the sum of these
 independent delays, not the sum of their percentiles (:func:`workbook.model.serving.percentile_of_sum`).
@@ -111,6 +115,8 @@ class Scheduler:
     dispatch_window_s: float = 0.0  # the harness holds queries this long to batch them
     replicas_per_dispatcher: int = 1  # replicas the harness's batches are spread over (each batch to one)
     steps_per_schedule: int = 1  # decode steps run per scheduler call (vLLM multi-step scheduling)
+    balance_timeout_steps: int = 0  # attention-DP balancing: steps a prompt is held at most (0: no balancing)
+    balance_wait_steps: int = 0  # steps held more once every rank has a prompt
 
 
 # Stacks whose engine runs prompt and decode tokens in the same step even without chunking: TensorRT-LLM's
@@ -128,6 +134,8 @@ def engine(
     dispatch_window_s: float = 0.0,
     replicas_per_dispatcher: int = 1,
     steps_per_schedule: int = 1,
+    balance_timeout_steps: int = 0,
+    balance_wait_steps: int = 0,
 ) -> Scheduler:
     """The scheduler of ``stack``'s engine with these settings; a setting left None keeps the unlimited engine's
     value (no token budget; prompts may be chunked)."""
@@ -140,6 +148,8 @@ def engine(
         dispatch_window_s=dispatch_window_s,
         replicas_per_dispatcher=replicas_per_dispatcher,
         steps_per_schedule=steps_per_schedule,
+        balance_timeout_steps=balance_timeout_steps,
+        balance_wait_steps=balance_wait_steps,
     )
 
 
@@ -238,6 +248,21 @@ def dispatch_burst_tokens(
     if percentile is None:
         return mean
     return mean + NormalDist().inv_cdf(percentile) * (k * prompt_second_moment(s)) ** 0.5
+
+
+def balance_hold_steps(sched: Scheduler, rps: pl.Expr, step_s: pl.Expr) -> pl.Expr:
+    """Steps between the starts of held prompts under attention-DP balancing (TensorRT-LLM's ``_balance_adp_requests``:
+    a rank's new prompts wait until every rank has one, then ``balance_wait_steps`` more; a wait of
+    ``balance_timeout_steps`` steps starts them anyway): min(timeout, ranks / (lambda x step) + wait), the prompts
+    reaching the replica's tensor_parallel ranks in turn (the engine gives each new one to the least-loaded rank).
+    The prompt waits out the rest of the cycle it arrived in: uniform over it, exact where the timeout binds (every
+    DeepSeek-R1 MLPerf Server run: about one arrival a step against eight ranks); where the ranks fill first, the
+    prompt that completes them waits only the extra steps, so the mean is over (1.22x on the first token against the
+    engine's simulation, ``tests/serving/test_simulation.py``). Zero without balancing."""
+    if sched.balance_timeout_steps <= 0:
+        return pl.lit(0.0)
+    fill = pl.col("tensor_parallel") / (rps * step_s) + sched.balance_wait_steps
+    return pl.min_horizontal(fill, pl.lit(float(sched.balance_timeout_steps)))
 
 
 def _per_stack(frame: pl.DataFrame, by_stack: tuple[tuple[str, float], ...], default: float) -> pl.Expr:
@@ -547,11 +572,14 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     # Multi-step scheduling: the engine admits prompts only between runs of steps_per_schedule steps, so a prompt
     # also waits out the rest of the run it arrived in (uniform over its other steps).
     run_s, run_p_s = (step * (sched.steps_per_schedule - 1) for step in (step_s, step_p_s))
+    # Attention-DP balancing: the prompt waits out the rest of the hold cycle it arrived in (uniform over it).
+    hold = balance_hold_steps(sched, rps, step_s)
     waits = (
         (pl.col("_queue_wait_s"), pl.col("_queue_wait_p_s")),
         (pl.col("_slot_wait_s"), pl.col("_slot_wait_p_s")),
         (pl.lit(sched.dispatch_window_s / 2), pl.lit(sv.LATENCY_PERCENTILE * sched.dispatch_window_s)),
         (run_s / 2, sv.LATENCY_PERCENTILE * run_p_s),
+        (hold * step_s / 2, sv.LATENCY_PERCENTILE * hold * step_p_s),
     )
     own = (pl.col("_own_s"), pl.col("_own_p_s"))
     one_step_p_s = sv.one_step_percentile_seconds(step_s, prefill_per_token_s, rps, e2)

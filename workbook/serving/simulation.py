@@ -14,8 +14,11 @@ steps (TensorRT-LLM's in-flight batching, vLLM's chunked prefill) every decoding
 the prompts, oldest first, take the rest of the budget: split over steps when ``chunked_prefill``, whole otherwise
 (one prompt at least per step, however long). Without mixed steps (vLLM without chunked prefill) a step runs either
 waiting prompts (whole ones, up to the budget) or every decoding sequence, prompts first. With
-``steps_per_schedule`` n, prompts are admitted only every n steps (vLLM multi-step scheduling). A prompt's first
-token comes at the end of the step that finishes it; its other tokens one per step after that.
+``steps_per_schedule`` n, prompts are admitted only every n steps (vLLM multi-step scheduling). With attention-DP
+balancing (``balance_timeout_steps``), admitted prompts go to the replica's ``ranks`` in turn and are held as
+TensorRT-LLM holds them: until every rank has one and ``balance_wait_steps`` more steps have passed, or until
+``balance_timeout_steps`` steps without every rank having one (a step that finds no sequence decoding lets them go).
+A prompt's first token comes at the end of the step that finishes it; its other tokens one per step after that.
 """
 
 from __future__ import annotations
@@ -76,6 +79,35 @@ def _p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[98]
 
 
+class _Balance:
+    """TensorRT-LLM's attention-DP balancing (``_balance_adp_requests``): the step counters that decide whether the
+    held prompts start; without balancing every step starts them."""
+
+    def __init__(self, sched: Scheduler, ranks: int):
+        self.timeout, self.extra, self.ranks = sched.balance_timeout_steps, sched.balance_wait_steps, ranks
+        self.waited = self.batched = self.assigned = 0
+
+    def next_rank(self) -> int:
+        self.assigned += 1
+        return self.assigned % self.ranks
+
+    def release(self, ranks_holding: set[int], decoding: int) -> bool:
+        if self.timeout <= 0:
+            return True
+        if len(ranks_holding) == self.ranks:
+            self.waited = 0
+            if decoding and self.batched < self.extra:
+                self.batched += 1
+                return False
+            self.batched = 0
+            return True
+        self.waited += 1
+        if self.waited >= self.timeout or not decoding:
+            self.waited = 0
+            return True
+        return False
+
+
 def simulate(
     requests_per_s: float,
     costs: Costs,
@@ -86,8 +118,10 @@ def simulate(
     output_tokens: int,
     horizon_s: float,
     seed: int = 1,
+    ranks: int = 1,
 ) -> Result:
-    """Run the engine for ``horizon_s`` seconds of arrivals; the first quarter is warm-up, left out of the figures."""
+    """Run the engine for ``horizon_s`` seconds of arrivals; the first quarter is warm-up, left out of the figures.
+    ``ranks``: the attention data-parallel ranks that balancing waits on."""
     rng = random.Random(seed)
     sigma = lognormal_sigma(prompt_tokens, prompt_tokens_p99)
     mu = math.log(prompt_tokens) - sigma * sigma / 2
@@ -96,6 +130,8 @@ def simulate(
     next_arrival = rng.expovariate(requests_per_s)
     waiting: collections.deque[tuple[float, int]] = collections.deque()  # (arrival time, prompt tokens)
     prompts: collections.deque[list] = collections.deque()  # admitted: [arrival time, tokens left]
+    held: list[tuple[int, list]] = []  # admitted, held by attention-DP balancing: (rank, prompt)
+    balance = _Balance(sched, ranks)
     # decode step -> the requests whose last token it makes: (arrival, first token time)
     finishing: dict[int, list[tuple[float, float]]] = collections.defaultdict(list)
     decoding = 0
@@ -110,9 +146,12 @@ def simulate(
             now = next_arrival
             continue
         if step % sched.steps_per_schedule == 0:
-            while waiting and decoding + len(prompts) < slots:
+            while waiting and decoding + len(prompts) + len(held) < slots:
                 arrived, tokens = waiting.popleft()
-                prompts.append([arrived, tokens])
+                held.append((balance.next_rank(), [arrived, tokens]))
+        if balance.release({rank for rank, _ in held}, decoding):  # counts every step, held prompts or not
+            prompts.extend(item for _, item in held)
+            held.clear()
         prefill_step = bool(prompts) and not sched.mixed_steps
         budget = budget_per_step - (0 if prefill_step or not sched.mixed_steps else decoding)
         carried, done = 0, []
