@@ -87,18 +87,7 @@ def test_attention_dp_balancing_agrees_with_the_simulated_engine(llama70_replica
     reps, s = llama70_replica
     sched = replica.Scheduler(balance_timeout_steps=timeout_steps, balance_wait_steps=3)
     row = replica.at_load(reps, s, pl.lit(0.3), sched).row(0, named=True)
-    rps = row["requests_per_s_per_replica"]
-    sim = simulation.simulate(
-        rps,
-        simulation.costs(row, s, sched),
-        sched,
-        int(row["max_sequences"]),
-        s.prompt_tokens,
-        s.prompt_tokens_p99,
-        s.output_tokens,
-        horizon_s=4000 / rps,
-        ranks=int(row["tensor_parallel"]),
-    )
+    sim = simulation.of_replica(row, s, sched, requests=3000)
     for column, simulated_s in (("ttft_mean_ms", sim.ttft_mean_s), ("ttft_ms", sim.ttft_p99_s)):
         low, high = AGREEMENT[column]
         assert low <= row[column] / (simulated_s * 1000) <= high, column

@@ -67,6 +67,25 @@ def costs(replica_row: dict, s, sched: Scheduler) -> Costs:
     )
 
 
+def of_replica(at_load_row: dict, s, sched: Scheduler, requests: int, seed: int = 1) -> Result:
+    """The engine run on a replica at the load of a row of :func:`workbook.serving.replica.at_load` (its arrival
+    rate, step costs, sequence slots and attention ranks, its chips), for about ``requests`` requests after the
+    warm-up."""
+    rps = at_load_row["requests_per_s_per_replica"]
+    return simulate(
+        rps,
+        costs(at_load_row, s, sched),
+        sched,
+        int(at_load_row["max_sequences"]),
+        s.prompt_tokens,
+        s.prompt_tokens_p99,
+        s.output_tokens,
+        horizon_s=requests / rps * 4 / 3,
+        seed=seed,
+        ranks=int(at_load_row["tensor_parallel"]),
+    )
+
+
 def lognormal_sigma(mean: float, p99: float | None) -> float:
     """Sigma of a lognormal with this mean and 99th percentile (0: every value the mean)."""
     if not p99 or p99 <= mean:

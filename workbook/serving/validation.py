@@ -343,17 +343,7 @@ def against_simulation(cat: Catalog, run_ids, loads=(0.9,), efficiency: ServingE
         for load in loads:
             rho = highest * load
             row = replica.at_load(reps, s, pl.lit(rho), sched).row(0, named=True)
-            rps = row["requests_per_s_per_replica"]
-            sim = simulation.simulate(
-                rps,
-                simulation.costs(row, s, sched),
-                sched,
-                int(row["max_sequences"]),
-                s.prompt_tokens,
-                s.prompt_tokens_p99,
-                s.output_tokens,
-                horizon_s=SIMULATED_REQUESTS / rps * 4 / 3,
-            )
+            sim = simulation.of_replica(row, s, sched, SIMULATED_REQUESTS)
             simulated = (sim.tpot_mean_s, sim.tpot_p99_s, sim.ttft_mean_s, sim.ttft_p99_s)
             rows.append(
                 {
