@@ -1,7 +1,8 @@
 """Numbers and names for people, as text and as HTML: one home for how the app, the report and the CLI say things.
 
-Text: :func:`usd` ($1.2M), :func:`days` (18.5 days), :func:`count` (1 chip, 1,024 chips), :func:`price_basis`
-("your price"), :func:`per_million_tokens`, :func:`energy` (MWh and t CO2e).
+Text: :func:`model_words` (Llama 3.1 405B (405.9B parameters)), :func:`usd` ($1.2M), :func:`days` (18.5 days),
+:func:`count` (1 chip, 1,024 chips), :func:`price_basis` ("your price"), :func:`per_million_tokens`, :func:`energy`
+(MWh and t CO2e).
 HTML: :func:`table`, :func:`table_filter`, :func:`items`, :func:`card`, :func:`message`; they carry CSS classes
 (``wb-*``) whose styles live in one stylesheet, ``STYLESHEET``, which the Voila template and the HTML report both
 include.
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from workbook import shipped
+from workbook.model.spec import PRESET_NAMES, ModelSpec, preset_key
 
 # One stylesheet, the Voila template's: in a checkout under share/, in an installed wheel where the template was
 # installed (<prefix>/share/jupyter/voila/templates/workbook, hatchling shared-data).
@@ -23,6 +25,17 @@ STYLESHEET = next(
     (p for p in (shipped.CHECKOUT / _TEMPLATE_CSS, Path(sys.prefix) / _TEMPLATE_CSS) if p.exists()),
     Path(sys.prefix) / _TEMPLATE_CSS,
 )
+
+
+def model_words(spec: ModelSpec) -> str:
+    """ "Llama 3.1 405B (405.9B parameters)", "DeepSeek-V3 / R1 (671.0B parameters, 37.0B active)"; a shape of no
+    preset by its size alone, "70.0B parameters" or "100.0B parameters (10.0B active)"."""
+    size = f"{spec.params / 1e9:,.1f}B parameters"
+    active = f"{spec.active_params / 1e9:,.1f}B active" if spec.active_params < spec.params else ""
+    key = preset_key(spec)
+    if key is not None:
+        return f"{PRESET_NAMES[key]} ({size}{', ' + active if active else ''})"
+    return size + (f" ({active})" if active else "")
 
 
 def usd(value: float | None) -> str:

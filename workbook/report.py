@@ -17,6 +17,7 @@ from workbook import catalog as catalog_mod
 from workbook import present
 from workbook.charts import training as charts
 from workbook.model import throughput
+from workbook.model.spec import preset_key
 from workbook.present import count, days, energy, usd
 from workbook.serving.recommend import replicas_words, split_words
 from workbook.training import calibration as calibration_mod
@@ -39,9 +40,10 @@ def question(s: Scenario) -> str:
     """The question in one line, with the model and the job."""
     m = s.model
     active = f" ({m.active_params / 1e9:,.1f}B active)" if m.active_params < m.params else ""
+    model = present.model_words(m) if preset_key(m) else f"a {m.params / 1e9:,.1f}B-parameter model{active}"
     target = f"on {count(s.chips, 'chip')}" if s.chips else f"in {days(s.target_days)}"
     return (
-        f"Where should we train a {m.params / 1e9:,.1f}B-parameter model{active} on {s.tokens / 1e9:,.0f}B tokens "
+        f"Where should we train {model} on {s.tokens / 1e9:,.0f}B tokens "
         f"{target} ({FRAMEWORK_NAMES[s.framework]}, team on {PLATFORM_LABELS[s.current_platform]} today, "
         f"{s.precision.upper()}, {', '.join(s.pricing)} prices), "
         "and what will it cost?"

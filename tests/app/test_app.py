@@ -9,6 +9,7 @@ from workbook.app import state
 from workbook.app.serve_view import ServeView
 from workbook.app.shell import Dashboard
 from workbook.errors import InputError
+from workbook.model.spec import PRESETS
 
 
 @pytest.fixture
@@ -33,6 +34,26 @@ def test_model_size_changes_scenario_and_charts(dash):
     assert dash.train.scenario.model.params == pytest.approx(7e9)
     assert dash.train.scenario.tokens == pytest.approx(140e9)  # 20 tokens per parameter
     assert _data(dash, "cost") != before[1] and _data(dash, "size")["now"] != before[2]
+
+
+def test_a_published_architecture_sets_the_model_of_both_tabs(dash):
+    # DeepSeek-V3 from the model menu: its sizes shown and locked, its shape (experts, latent attention) in the
+    # training scenario and, unless overridden, in the served one, whose KV cache is the latent's: 61 layers x 576
+    # values, 35 KB a token in FP8, where the size alone would derive plain KV heads.
+    c = dash.train.controls
+    c["model"].value = "deepseek-v3"
+    assert dash.train.scenario.model == PRESETS["deepseek-v3"] and dash.train.status.value == ""
+    assert (c["params_b"].value, c["moe"].value, c["active_params_b"].value) == (671.0, True, 37.0)
+    assert c["params_b"].disabled and c["moe"].disabled and c["active_params_b"].disabled
+    assert dash.train.scenario.tokens == pytest.approx(20 * 671e9)
+    dash.tabs.selected_index = 1
+    served = dash.serve.scenario
+    assert served.model == PRESETS["deepseek-v3"] and served.latent_attention
+    assert served.kv_bytes_per_token == pytest.approx(61 * 576 * 1.0)
+    assert "Train: DeepSeek-V3 / R1 (671.0B parameters, 37.0B active)" in dash.serve.card.value
+    c["model"].value = "custom"  # any size again, from the sizes shown
+    assert not c["params_b"].disabled and not c["moe"].disabled and not c["active_params_b"].disabled
+    assert dash.train.scenario.model.params == pytest.approx(671e9) and dash.train.scenario.model.kv_lora_rank is None
 
 
 def test_days_moves_the_deadline_rule(dash):

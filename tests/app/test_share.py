@@ -16,9 +16,10 @@ from workbook.training.scenario import ModelSpec, Scenario
 
 # A value other than the default for every control of both tabs (each must differ, or the test proves nothing).
 TRAIN_CHANGES = {
-    "params_b": 405.0,
+    "model": "deepseek-v3",  # a published architecture: the sizes below are its own
+    "params_b": 671.0,
     "moe": True,
-    "active_params_b": 17.0,
+    "active_params_b": 37.0,
     "tokens_preset": "custom",
     "tokens_b": 15000.0,
     "framework": "jax",

@@ -19,6 +19,7 @@ from workbook.charts import serving as cs
 from workbook.charts.common import template_specs
 from workbook.errors import InputError
 from workbook.model.spec import ModelSpec
+from workbook.present import model_words
 
 WIDE = w.Layout(width="420px")
 # ServeScenario field -> the control that sets it (same unit; the sliders keep params within range).
@@ -151,7 +152,7 @@ class ServeView:
         if own:
             spec = ModelSpec.from_params(self.controls["params_b"].value * 1e9)
             return spec, f"Serving a model of {spec.params / 1e9:,.1f}B parameters (set here, not the Train tab's)"
-        return trained, f"Serving the Train tab's model: {_size(trained)}"
+        return trained, f"Serving the Train tab's model: {model_words(trained)}"
 
     def scenario_from_controls(self) -> serving.ServeScenario:
         v = {k: c.value for k, c in self.controls.items()}
@@ -216,7 +217,7 @@ class ServeView:
             return ""
         same = trained == served
         return (
-            f"Train: {_size(trained)}. Serve: {_size(served)}"
+            f"Train: {model_words(trained)}. Serve: {model_words(served)}"
             + ("" if same else " (a different model from the one trained)")
             + "."
         )
@@ -237,8 +238,3 @@ class ServeView:
         elif self.frame is not None:
             self.charts.datasets = {**self.charts.datasets, "combined": cs.combined_datasets(self._combos())}
             self.card.value = views.serving_card(self.recommendation, self._phases())
-
-
-def _size(spec: ModelSpec) -> str:
-    active = f" ({spec.active_params / 1e9:,.1f}B active)" if spec.active_params < spec.params else ""
-    return f"{spec.params / 1e9:,.1f}B parameters{active}"

@@ -6,6 +6,8 @@ Units in the app are those a manager reads: billions of parameters and tokens, d
 from __future__ import annotations
 
 from workbook.errors import InputError, check_number
+from workbook.model.spec import PRESETS
+from workbook.present import model_words
 from workbook.training.scenario import (
     COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
     TODAYS_PRACTICE_TOKENS,
@@ -23,7 +25,20 @@ TOKEN_PRESETS = {
     "custom": "Your own number",
 }
 
+# The model: any size, its shape derived from the parameter count, or a published architecture (its shape, size and
+# attention from workbook.model.spec.PRESETS: a mixture of experts' active parameters, DeepSeek's latent KV cache).
+CUSTOM_MODEL = "custom"
+
+
+def model_choices() -> list[tuple[str, str]]:
+    """(label, key) of the model menu: any size first, then each preset by name and size."""
+    return [("Any size (shape from the parameter count)", CUSTOM_MODEL)] + [
+        (model_words(spec), key) for key, spec in PRESETS.items()
+    ]
+
+
 DEFAULTS = {
+    "model": CUSTOM_MODEL,
     "params_b": 70.0,
     "moe": False,
     "active_params_b": 70.0,
@@ -47,11 +62,23 @@ DEFAULTS = {
 }
 
 
+def preset_model(values: dict) -> ModelSpec | None:
+    """The published architecture chosen in the model menu; None for a model of any size."""
+    key = values.get("model", CUSTOM_MODEL)
+    return None if key == CUSTOM_MODEL else ModelSpec.preset(key)
+
+
+def params_b(values: dict) -> float:
+    """The model's parameters in billions: the chosen architecture's, else the size control's."""
+    preset = preset_model(values)
+    return values["params_b"] if preset is None else preset.params / 1e9
+
+
 def tokens_b(values: dict) -> float:
     """Training tokens in billions for the chosen preset (TOKEN_PRESETS) or the user's own number."""
     preset = values["tokens_preset"]
     if preset == "compute_optimal":
-        return COMPUTE_OPTIMAL_TOKENS_PER_PARAM * values["params_b"]
+        return COMPUTE_OPTIMAL_TOKENS_PER_PARAM * params_b(values)
     return TODAYS_PRACTICE_TOKENS / 1e9 if preset == "todays_practice" else values["tokens_b"]
 
 
@@ -71,18 +98,12 @@ def scenario_from(values: dict) -> Scenario:
     """Build the Scenario; raises InputError whose ``field`` is the control's key (``budget_musd``) and whose
     message is in that control's unit, when a value is out of range."""
     v = {**DEFAULTS, **values}
-    params = v["params_b"] * 1e9
-    active = v["active_params_b"] * 1e9 if v["moe"] else params
-    if v["moe"] and active > params:
-        raise InputError(
-            "active_params_b",
-            f"must not exceed the model size ({v['params_b']:g}B), got {v['active_params_b']:g}B",
-        )
+    model = _model(v)
     if v["budget_musd"] != 0:
         check_number("budget_musd", v["budget_musd"], 1e-6, MAX_BUDGET_MUSD)
     try:
         return Scenario(
-            model=ModelSpec.from_params(params, active),
+            model=model,
             tokens=tokens_b(v) * 1e9,
             framework=v["framework"],
             current_platform=v["current_platform"],
@@ -105,3 +126,18 @@ def scenario_from(values: dict) -> Scenario:
         )
     except InputError as err:  # name the control, not the scenario field
         raise InputError(CONTROL_OF_FIELD.get(err.field, err.field), err.message) from None
+
+
+def _model(v: dict) -> ModelSpec:
+    """The chosen architecture, else a shape derived from the size controls (active parameters within the total)."""
+    preset = preset_model(v)
+    if preset is not None:
+        return preset
+    params = v["params_b"] * 1e9
+    active = v["active_params_b"] * 1e9 if v["moe"] else params
+    if v["moe"] and active > params:
+        raise InputError(
+            "active_params_b",
+            f"must not exceed the model size ({v['params_b']:g}B), got {v['active_params_b']:g}B",
+        )
+    return ModelSpec.from_params(params, active)

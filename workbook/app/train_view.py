@@ -68,6 +68,13 @@ class TrainView:
         tick = {"indent": False, "layout": w.Layout(width="auto", margin="2px 0 2px 154px")}
         clouds = ["any"] + sorted(self.catalog.usable_prices()["cloud"].unique())
         return {
+            "model": w.Dropdown(
+                options=state.model_choices(),
+                value=d["model"],
+                description="Model",
+                style=style,
+                layout=w.Layout(width="420px"),
+            ),
             "params_b": log_slider("Model size (B params)", d["params_b"], 0.1, 2000),
             "moe": w.Checkbox(value=d["moe"], description="Mixture of experts", **tick),
             "active_params_b": log_slider("Active params (B)", d["active_params_b"], 0.1, 2000, disabled=True),
@@ -139,6 +146,7 @@ class TrainView:
         accordion.selected_index = None
         left = [
             w.HTML("<b>Model</b>"),
+            c["model"],
             c["params_b"],
             c["moe"],
             c["active_params_b"],
@@ -207,7 +215,14 @@ class TrainView:
         if change is not None:  # the user moved on from the link they opened: its notes no longer apply
             self.notices.pop("link", None)
         c = self.controls
-        c["active_params_b"].disabled = not c["moe"].value
+        preset = state.preset_model(self.values())
+        if preset is not None:  # a published architecture: its sizes are shown, not set here
+            with syncing(self):
+                c["params_b"].value = preset.params / 1e9
+                c["moe"].value = preset.active_params < preset.params
+                c["active_params_b"].value = preset.active_params / 1e9
+        c["params_b"].disabled = c["moe"].disabled = preset is not None
+        c["active_params_b"].disabled = preset is not None or not c["moe"].value
         c["tokens_b"].disabled = c["tokens_preset"].value != "custom"
         if c["tokens_preset"].value != "custom":
             with syncing(self):  # showing the derived token count is not a user change

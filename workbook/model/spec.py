@@ -261,3 +261,21 @@ PRESETS: dict[str, ModelSpec] = {
     # 16 KV heads x 128, FFN 5632, 8 experts (2 per token) in both attention and MLP, 8B / 2.2B active.
     "jetmoe-8b": ModelSpec(8e9, 2.2e9, 24, 2048, 2048, 4096, 16, 5632, 8, 2, 32_000, "JetMoE configuration + README"),
 }
+
+# What people call each preset (the app's model menu, the cards, the brief).
+PRESET_NAMES = {
+    "llama3-8b": "Llama 3.1 8B",
+    "llama3-70b": "Llama 3.1 70B",
+    "llama3-405b": "Llama 3.1 405B",
+    "mixtral-8x7b": "Mixtral 8x7B",
+    "deepseek-v3": "DeepSeek-V3 / R1",
+    "deepseek-v2": "DeepSeek-V2",
+    "llama4-scout": "Llama 4 Scout",
+    "llama4-maverick": "Llama 4 Maverick",
+    "jetmoe-8b": "JetMoE 8B",
+}
+
+
+def preset_key(spec: ModelSpec) -> str | None:
+    """The preset ``spec`` is, at whatever sequence length; None for any other shape."""
+    return next((key for key, p in PRESETS.items() if dataclasses.replace(spec, seq_len=p.seq_len) == p), None)
