@@ -227,7 +227,7 @@ def test_downloads_parse():
     assert width > 400 and height > 200
     assert base64.b64decode(found["cost.svg"]).startswith(b"<svg")
     page = base64.b64decode(found["accelerator-brief.html"]).decode()
-    assert page.startswith("<!doctype html>") and "13.0B-parameter" in page and "?params_b=13" in page
+    assert page.startswith("<!doctype html>") and "13.0B-parameter" in page and "?model=custom&amp;params_b=13" in page
     labels = re.findall(r"<a class='wb-link' download='[^']+' href='[^']+'>([^<]+)</a>", d.train.downloads.value)
     assert "Training cost by accelerator (PNG)" in labels and "One-page brief (HTML)" in labels
     assert not [label for label in labels if label in ("PNG", "SVG")]
