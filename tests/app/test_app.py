@@ -49,6 +49,7 @@ def test_a_published_architecture_sets_the_model_of_both_tabs(dash):
     dash.tabs.selected_index = 1
     served = dash.serve.scenario
     assert served.model == PRESETS["deepseek-v3"] and served.latent_attention
+    assert dash.serve.controls["params_b"].value == 671.0  # the size shown is the model served
     assert served.kv_bytes_per_token == pytest.approx(61 * 576 * 1.0)
     assert "Train: DeepSeek-V3 / R1 (671.0B parameters, 37.0B active)" in dash.serve.card.value
     c["model"].value = "custom"  # any size again, from the sizes shown

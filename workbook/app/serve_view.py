@@ -13,7 +13,7 @@ import polars as pl
 from workbook import serving
 from workbook.app import stale, views
 from workbook.app.chartgrid import ChartGrid
-from workbook.app.controls import STYLE, log_slider, page_columns, set_values, slider
+from workbook.app.controls import STYLE, log_slider, page_columns, set_values, slider, syncing
 from workbook.catalog import Catalog
 from workbook.charts import serving as cs
 from workbook.charts.common import template_specs
@@ -149,6 +149,9 @@ class ServeView:
         trained = self.train_model()
         own = self.controls["own_model"].value or trained is None
         self.controls["params_b"].disabled = not own
+        if not own:  # the size shown is the model served
+            with syncing(self):
+                self.controls["params_b"].value = trained.params / 1e9
         if own:
             spec = ModelSpec.from_params(self.controls["params_b"].value * 1e9)
             return spec, f"Serving a model of {spec.params / 1e9:,.1f}B parameters (set here, not the Train tab's)"

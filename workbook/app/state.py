@@ -6,8 +6,7 @@ Units in the app are those a manager reads: billions of parameters and tokens, d
 from __future__ import annotations
 
 from workbook.errors import InputError, check_number
-from workbook.model.spec import PRESETS
-from workbook.present import model_words
+from workbook.model.spec import PRESET_NAMES, PRESETS
 from workbook.training.scenario import (
     COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
     TODAYS_PRACTICE_TOKENS,
@@ -31,10 +30,17 @@ CUSTOM_MODEL = "custom"
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """(label, key) of the model menu: any size first, then each preset by name and size."""
+    """(label, key) of the model menu: any size first, then each preset by name, "Llama 3.1 405B (dense)",
+    "DeepSeek-V3 / R1: 671B, 37B active" (short enough to read in the menu)."""
     return [("Any size (shape from the parameter count)", CUSTOM_MODEL)] + [
-        (model_words(spec), key) for key, spec in PRESETS.items()
+        (_menu_label(key, spec), key) for key, spec in PRESETS.items()
     ]
+
+
+def _menu_label(key: str, spec: ModelSpec) -> str:
+    if spec.active_params == spec.params:
+        return f"{PRESET_NAMES[key]} (dense)"
+    return f"{PRESET_NAMES[key]}: {spec.params / 1e9:,.0f}B, {spec.active_params / 1e9:,.0f}B active"
 
 
 DEFAULTS = {
