@@ -52,6 +52,10 @@ def test_a_published_architecture_sets_the_model_of_both_tabs(dash):
     assert dash.serve.controls["params_b"].value == 671.0  # the size shown is the model served
     assert served.kv_bytes_per_token == pytest.approx(61 * 576 * 1.0)
     assert "Train: DeepSeek-V3 / R1 (671.0B parameters, 37.0B active)" in dash.serve.card.value
+    dash.serve.controls["own_model"].value = True  # serve another architecture than the one trained
+    dash.serve.controls["model"].value = "llama3-70b"
+    assert dash.serve.scenario.model == PRESETS["llama3-70b"] and dash.serve.controls["params_b"].disabled
+    assert "a different model from the one trained" in dash.serve.card.value
     c["model"].value = "custom"  # any size again, from the sizes shown
     assert not c["params_b"].disabled and not c["moe"].disabled and not c["active_params_b"].disabled
     assert dash.train.scenario.model.params == pytest.approx(671e9) and dash.train.scenario.model.kv_lora_rank is None

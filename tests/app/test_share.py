@@ -40,7 +40,8 @@ TRAIN_CHANGES = {
 }
 SERVE_CHANGES = {
     "own_model": True,
-    "params_b": 8.0,
+    "model": "mixtral-8x7b",
+    "params_b": 46.7,  # the architecture's own
     "precision": "int8",
     "kv_precision": "bf16",
     "prompt_tokens": 4000,

@@ -11,7 +11,7 @@ import ipywidgets as w
 import polars as pl
 
 from workbook import serving
-from workbook.app import stale, views
+from workbook.app import stale, state, views
 from workbook.app.chartgrid import ChartGrid
 from workbook.app.controls import STYLE, log_slider, page_columns, set_values, slider, syncing
 from workbook.catalog import Catalog
@@ -48,6 +48,9 @@ class ServeView:
         self.controls = {
             "own_model": w.Checkbox(
                 value=False, description="Serve a different model than the Train tab's", indent=False, layout=WIDE
+            ),
+            "model": w.Dropdown(
+                options=state.model_choices(), value=state.CUSTOM_MODEL, description="Model", style=STYLE, layout=WIDE
             ),
             "params_b": log_slider("Model size (B params)", 70, 0.1, 2000),
             "precision": w.ToggleButtons(
@@ -122,6 +125,7 @@ class ServeView:
             w.HTML("<b>Model</b>"),
             self.model_note,
             c["own_model"],
+            c["model"],
             c["params_b"],
             c["precision"],
             c["kv_precision"],
@@ -145,17 +149,22 @@ class ServeView:
         return page_columns(left, [self.status, self.card, self.charts], [heading, self.table])
 
     def model(self) -> tuple[ModelSpec, str]:
-        """The served model and its label: the Train tab's, unless the override is ticked."""
+        """The served model and its label: the Train tab's, unless the override is ticked; then the architecture
+        chosen here, or a model of the size set here."""
+        c = self.controls
         trained = self.train_model()
-        own = self.controls["own_model"].value or trained is None
-        self.controls["params_b"].disabled = not own
-        if not own:  # the size shown is the model served
+        own = c["own_model"].value or trained is None
+        preset = state.preset_model({"model": c["model"].value}) if own else None
+        c["model"].disabled = not own
+        c["params_b"].disabled = not own or preset is not None
+        shown = trained if not own else preset
+        if shown is not None:  # the size shown is the model served
             with syncing(self):
-                self.controls["params_b"].value = trained.params / 1e9
-        if own:
-            spec = ModelSpec.from_params(self.controls["params_b"].value * 1e9)
-            return spec, f"Serving a model of {spec.params / 1e9:,.1f}B parameters (set here, not the Train tab's)"
-        return trained, f"Serving the Train tab's model: {model_words(trained)}"
+                c["params_b"].value = shown.params / 1e9
+        if not own:
+            return trained, f"Serving the Train tab's model: {model_words(trained)}"
+        spec = preset or ModelSpec.from_params(c["params_b"].value * 1e9)
+        return spec, f"Serving {model_words(spec)} (set here, not the Train tab's)"
 
     def scenario_from_controls(self) -> serving.ServeScenario:
         v = {k: c.value for k, c in self.controls.items()}
