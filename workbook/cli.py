@@ -19,7 +19,7 @@ import polars as pl
 
 import workbook
 from workbook import catalog as catalog_mod
-from workbook import files, launch, serving
+from workbook import files, launch, present, serving
 from workbook.catalog import pricebuild
 from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
@@ -473,9 +473,10 @@ def _serve_output(frame: pl.DataFrame, scenario: serving.ServeScenario, single: 
         pl.col("usd_per_million_tokens").round(3),
         pl.col("infeasible_reason").fill_null("ok"),
     )
-    lines = [rec.headline, *(f"! {w}" for w in rec.warnings), *(f"- {r}" for r in rec.reasons), ""]
+    model = f"Model: {present.model_words(scenario.model)}"
+    lines = [model, rec.headline, *(f"! {w}" for w in rec.warnings), *(f"- {r}" for r in rec.reasons), ""]
     if single and rec.best is None:
-        lines = [f"{frame['name'][0]} cannot serve this: {frame['infeasible_reason'][0]}", ""]
+        lines = [model, f"{frame['name'][0]} cannot serve this: {frame['infeasible_reason'][0]}", ""]
     with pl.Config(tbl_rows=-1, tbl_width_chars=220, fmt_str_lengths=70, tbl_hide_dataframe_shape=True):
         return "\n".join(lines) + str(view.head(1) if single else view)
 
@@ -580,7 +581,7 @@ def run(argv: list[str]) -> int:
 def _summary(scenario: Scenario, frame: pl.DataFrame, cat: catalog_mod.Catalog) -> str:
     """The recommendation in plain words; when nothing meets the deadline, the shortest plan and what to relax."""
     rec = recommend(frame, scenario.framework, scenario.current_platform)
-    lines = [rec.headline, *(f"- {r}" for r in rec.reasons)]
+    lines = [f"Model: {present.model_words(scenario.model)}", rec.headline, *(f"- {r}" for r in rec.reasons)]
     if rec.best is None and scenario.constraints.deadline_days is not None:
         lines += [f"- {r}" for r in shortest_plan(scenario, cat)]
     return "\n".join(lines)

@@ -153,12 +153,15 @@ def _month_range(best: dict) -> str:
 
 
 def serving_lines(serving) -> list[str]:
-    """The serving answer in words: the pick, replicas x chips, monthly cost with its range, the price per million
-    output tokens, the load against the headroom target, latency against the targets, runners-up, warnings."""
+    """The serving answer in words: the model served, the pick, replicas x chips, monthly cost with its range, the
+    price per million output tokens, the load against the headroom target, latency against the targets, runners-up,
+    warnings."""
     best = serving.best
+    model = f"Model served: {present.model_words(serving.scenario.model)}."
     if best is None:
-        return [*serving.reasons]
+        return [model, *serving.reasons]
     lines = [
+        model,
         f"{replicas_words(best)} = {count(best['chips'], 'chip')} with "
         f"{best['stack_name']}; {present.per_million_tokens(best['usd_per_million_tokens'])}."
         + (f" {split_words(best)}." if best.get("disaggregated") else ""),

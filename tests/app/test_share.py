@@ -187,6 +187,7 @@ def test_brief_includes_the_serving_answer(scenario, served):
     assert best is not None and served.runners_up and best["replicas"] > 1, "scenario no longer shows every part"
     for part in (
         "<h2>Serving</h2>",
+        "Model served: 70.0B parameters.",
         html.escape(served.headline),
         f"{best['replicas']:,} independent replicas of {best['chips_per_replica']} chip",
         f"{usd(best['usd_per_month'])} a month (",

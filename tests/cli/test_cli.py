@@ -240,3 +240,5 @@ def test_serve_takes_the_model_as_train_does(cli):
     out = cli("serve", "--model", "deepseek-v3", "--accelerator", "b200", "--precision", "fp4", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["chips"] >= 1
+    words = cli("serve", "--model", "deepseek-v3", "--accelerator", "b200", "--precision", "fp4")
+    assert words.stdout.startswith("Model: DeepSeek-V3 / R1 (671.0B parameters, 37.0B active)\n"), words.stdout

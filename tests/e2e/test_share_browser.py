@@ -79,8 +79,9 @@ def _panel_control(page, index: int):
     return panel.locator(KINDS).nth(index)
 
 
-def _change(page, control: dict) -> None:
-    """Give one control a value other than its current one, as a user would."""
+def _change(page, control: dict, option: int = -1) -> None:
+    """Give one control a value other than its current one, as a user would (a dropdown: its ``option``-th choice,
+    or its first where that is the current one)."""
     el = _panel_control(page, control["index"])
     kind = control["kind"]
     if kind == "checkbox":
@@ -89,7 +90,8 @@ def _change(page, control: dict) -> None:
         select = el.locator("select")
         options = select.locator("option").all_inner_texts()
         current = options.index(control["value"])
-        select.select_option(index=len(options) - 1 if current != len(options) - 1 else 0)
+        pick = option % len(options)
+        select.select_option(index=pick if current != pick else 0)
     elif kind == "toggle-buttons":
         el.locator("button:not(.mod-active)").last.click()
     elif kind == "text":
@@ -115,17 +117,22 @@ def _open_accordions(page) -> None:
             fold.locator(".jupyter-widget-Collapse-header").click()
 
 
-def _change_every_control(page) -> dict[str, str]:
-    """Change every control of the visible tab (the ones others enable, last); return the defaults."""
+LOCKING = ("Model",)  # a published architecture sets the model's sizes and locks their controls: changed last
+
+
+def _change_every_control(page, menu_option: int = -1) -> dict[str, str]:
+    """Change every control of the visible tab (the ones others enable, later; the model menu, which locks the
+    sizes, last, to its ``menu_option``-th choice); return the defaults."""
     _open_accordions(page)
     before = _controls(page)
     assert len(before) >= 10, before  # the page was found and enumerated
-    for control in sorted(before, key=lambda c: (c["kind"] == "slider", c["index"])):
-        if not control["disabled"] or control["kind"] == "slider":
+    for control in sorted(before, key=lambda c: (c["label"] in LOCKING, c["kind"] == "slider", c["index"])):
+        if not control["disabled"] or control["kind"] in ("slider", "dropdown"):
             current = next(c for c in _controls(page) if c["index"] == control["index"])
             if current["disabled"]:  # still disabled once everything before it changed: wait for the kernel
                 page.wait_for_function(f"!({CONTROLS})({KINDS!r})[{control['index']}].disabled", timeout=60_000)
-            _change(page, {**control, "value": current["value"]})
+            option = menu_option if control["label"] in LOCKING else -1
+            _change(page, {**control, "value": current["value"]}, option)
     return {c["label"]: c["value"] for c in before}
 
 
@@ -161,7 +168,7 @@ def test_link_round_trips_every_control_of_both_tabs(app):
     train_defaults = _change_every_control(sender)
     _tab(sender, "Serve")
     _visible_card(sender)
-    serve_defaults = _change_every_control(sender)
+    serve_defaults = _change_every_control(sender, menu_option=-2)  # the Serve tab starts on the Train tab's model
     link = _settled_link(sender)
     serve_values = _values(sender)
     _tab(sender, "Train")
