@@ -95,6 +95,20 @@ def test_older_links_still_imply_moe_and_own_tokens():
     assert c["tokens_b"].value == 15000.0 and d.tabs.selected_index == 1
 
 
+def test_a_link_whose_sizes_contradict_its_architecture_says_which_it_ignored():
+    # A hand-edited link: the architecture sets the model's sizes (as on the page, where they are locked), and the
+    # message names each size it replaced; sizes that agree with it (as every link the page makes) say nothing.
+    d = Dashboard()
+    d.apply_query("model=llama3-405b&params_b=10&moe=1&mode=serve&serve_own_model=1&serve_model=deepseek-v3")
+    status = d.train.status.value
+    assert "params_b=10.0 ignored: set by the model Llama 3.1 405B" in status
+    assert "moe=True ignored" in status and "serve_" not in status  # the Serve size was not given
+    assert d.train.scenario.model.params == pytest.approx(405.9e9) and d.serve.scenario.model.params == 671e9
+    agreeing = Dashboard()
+    agreeing.apply_query(d.query)
+    assert "Link:" not in agreeing.train.status.value
+
+
 def test_todays_practice_preset_and_platform_links_reach_the_scenario():
     d = Dashboard()
     d.apply_query("params_b=8&tokens=todays_practice&platform=tpu&framework=jax")  # the older names still open

@@ -5,7 +5,9 @@ Serve control under ``serve_<name>`` once the Serve tab has been opened, and ``m
 was showing. What each value may be (range, choices) is read from the controls themselves by :func:`fields_of`, so
 a new control is in the link with no change here. Older links still open: without ``moe``, ``active_params_b``
 implies a mixture of experts; without ``tokens_preset``, ``tokens_b`` is a token count of your own; ``platform`` and
-``tokens`` are the older names of ``current_platform`` and ``tokens_preset``. Outside Voila (the dashboard in
+``tokens`` are the older names of ``current_platform`` and ``tokens_preset``; without ``model``, the sizes set the
+model (any size). A link naming an architecture (``model``) takes the sizes from it, and a size that contradicts it
+is reported (:func:`workbook.app.state.set_by_model`). Outside Voila (the dashboard in
 JupyterLab) links point at the published app (:func:`app_url`), never at the Lab page.
 """
 

@@ -10,9 +10,10 @@ import ipywidgets as w
 
 from workbook import catalog as catalog_mod
 from workbook import present
-from workbook.app import links, views
+from workbook.app import links, state, views
 from workbook.app.serve_view import ServeView
 from workbook.app.train_view import TrainView
+from workbook.model.spec import PRESET_NAMES
 
 SERVE_FIRST_OPEN = (
     "Working out every serving option: a second or two, up to half a minute the first time after the workbook "
@@ -73,6 +74,12 @@ class Dashboard:
         """Set the controls of both tabs from a scenario link; values not accepted are reported and left as they
         were. The Serve values wait until the Serve tab is first opened (at once when the link opens on it)."""
         train, serve, mode, problems = links.parse(query, self.train_fields, self._serve_fields())
+        for values, prefix in ((train, ""), (serve if serve.get("own_model") else {}, links.SERVE_PREFIX)):
+            name = PRESET_NAMES.get(values.get("model"))
+            problems += [
+                f"{prefix}{field}={values[field]} ignored: set by the model {name}"
+                for field in state.set_by_model(values)
+            ]
         if problems:  # shown with any error the accepted values cause, until the user changes a control
             self.train.notices["link"] = views.message("Link: " + "; ".join(problems))
         self.train.set_values(train)

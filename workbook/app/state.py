@@ -74,6 +74,20 @@ def preset_model(values: dict) -> ModelSpec | None:
     return None if key == CUSTOM_MODEL else ModelSpec.preset(key)
 
 
+def set_by_model(values: dict) -> list[str]:
+    """The size controls among ``values`` (a link's) whose value the chosen architecture replaces with its own
+    (``params_b``, ``moe``, ``active_params_b``): the page shows the architecture's, and the link's message says so."""
+    preset = preset_model(values)
+    if preset is None:
+        return []
+    own = {
+        "params_b": preset.params / 1e9,
+        "moe": preset.active_params < preset.params,
+        "active_params_b": preset.active_params / 1e9,
+    }
+    return [name for name in own if name in values and values[name] != own[name]]
+
+
 def params_b(values: dict) -> float:
     """The model's parameters in billions: the chosen architecture's, else the size control's."""
     preset = preset_model(values)
