@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import re
 
 import polars as pl
 import pytest
@@ -160,6 +161,20 @@ def test_commitment_for_a_short_job_says_whole_term_and_why_it_wins():
     assert rec.best["term_months"] == 12 and rec.best["cost_usd"] > rec.best["amortised_cost_usd"]
     assert "whole 12-month term is billed" in text and "ranked" in text and "only commitment prices" in text
     assert "Main risk:" in text
+
+
+def test_a_runner_up_billed_for_a_whole_term_is_also_compared_with_the_jobs_share_of_it():
+    # A 2-month job against a TPU only priced on 1-year commitments: the whole-term bill makes the pick look 92%
+    # cheaper; a team that uses the rest of the term pays only the job's share, against which it is 27% cheaper
+    # (measured when written).
+    s = Scenario(model=ModelSpec.from_params(70e9), tokens=15e12, days=60, constraints=Constraints(deadline_days=60))
+    rec = recommend.recommend(options.evaluate(s))
+    tpu = next(r for r in rec.reasons if r.startswith("Best TPU alternative"))
+    assert "whole-term bill" in tpu, "scenario no longer compares against a commitment"
+    whole = re.search(r"is (\d+)% cheaper than", tpu)
+    share = re.search(r"Against that share it is (\d+)% (cheaper|dearer)\.", tpu)
+    assert whole and share, tpu
+    assert share[2] == "dearer" or int(share[1]) < int(whole[1]), tpu
 
 
 def test_every_current_tpu_has_1y_and_3y_prices():

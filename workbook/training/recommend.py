@@ -219,7 +219,17 @@ def _compare(best: dict, other: dict) -> str:
         tail = f" It would finish {other['finish_days'] / best['finish_days']:.0f} times later, so time rules it out."
     else:
         tail = " The cost ranges overlap, so the two are close within the uncertainty." if overlap else ""
-    return f"{saving:.0%} cheaper than {describe(other)}.{tail}"
+    return f"{saving:.0%} cheaper than {describe(other)}.{_against_share(best, other)}{tail}"
+
+
+def _against_share(best: dict, other: dict) -> str:
+    """A commitment billed for more than the job: the saving above is against its whole-term bill, so also say how
+    the pick compares with the job's share of it (a team that uses the rest of the term pays only that)."""
+    if not other.get("term_months") or other["amortised_cost_usd"] >= other["cost_usd"]:
+        return ""
+    share = 1 - best["cost_usd"] / other["amortised_cost_usd"]
+    versus = f"{share:.0%} cheaper" if share >= 0 else f"{-share:.0%} dearer"
+    return f" Against that share it is {versus}."
 
 
 def rank_per_accelerator(frame: pl.DataFrame, cost: str) -> tuple[list[dict], pl.DataFrame]:
