@@ -31,7 +31,7 @@ def model_words(spec: ModelSpec) -> str:
     """ "Llama 3.1 405B (405.9B parameters)", "DeepSeek-V3 / R1 (671.0B parameters, 37.0B active)"; a shape of no
     preset by its size alone, "70.0B parameters" or "100.0B parameters (10.0B active)"."""
     size = f"{spec.params / 1e9:,.1f}B parameters"
-    active = f"{spec.active_params / 1e9:,.1f}B active" if spec.active_params < spec.params else ""
+    active = f"{spec.active_params / 1e9:,.1f}B active" if spec.is_moe else ""
     key = preset_key(spec)
     if key is not None:
         return f"{PRESET_NAMES[key]} ({size}{', ' + active if active else ''})"

@@ -39,7 +39,7 @@ def chart_specs(scenario: Scenario, catalog: catalog_mod.Catalog) -> tuple[pl.Da
 def question(s: Scenario) -> str:
     """The question in one line, with the model and the job."""
     m = s.model
-    active = f" ({m.active_params / 1e9:,.1f}B active)" if m.active_params < m.params else ""
+    active = f" ({m.active_params / 1e9:,.1f}B active)" if m.is_moe else ""
     model = present.model_words(m) if preset_key(m) else f"a {m.params / 1e9:,.1f}B-parameter model{active}"
     target = f"on {count(s.chips, 'chip')}" if s.chips else f"in {days(s.target_days)}"
     return (

@@ -74,17 +74,21 @@ def preset_model(values: dict) -> ModelSpec | None:
     return None if key == CUSTOM_MODEL else ModelSpec.preset(key)
 
 
-def set_by_model(values: dict) -> list[str]:
-    """The size controls among ``values`` (a link's) whose value the chosen architecture replaces with its own
-    (``params_b``, ``moe``, ``active_params_b``): the page shows the architecture's, and the link's message says so."""
-    preset = preset_model(values)
-    if preset is None:
-        return []
-    own = {
+def preset_sizes(preset: ModelSpec) -> dict:
+    """The size controls' values (``params_b``, ``moe``, ``active_params_b``) of an architecture, as the page
+    shows them (locked) while it is chosen."""
+    return {
         "params_b": preset.params / 1e9,
-        "moe": preset.active_params < preset.params,
+        "moe": preset.is_moe,
         "active_params_b": preset.active_params / 1e9,
     }
+
+
+def set_by_model(values: dict) -> list[str]:
+    """The size controls among ``values`` (a link's) whose value the chosen architecture replaces with its own
+    (:func:`preset_sizes`): the page shows the architecture's, and the link's message says so."""
+    preset = preset_model(values)
+    own = {} if preset is None else preset_sizes(preset)
     return [name for name in own if name in values and values[name] != own[name]]
 
 

@@ -218,9 +218,8 @@ class TrainView:
         preset = state.preset_model(self.values())
         if preset is not None:  # a published architecture: its sizes are shown, not set here
             with syncing(self):
-                c["params_b"].value = preset.params / 1e9
-                c["moe"].value = preset.active_params < preset.params
-                c["active_params_b"].value = preset.active_params / 1e9
+                for name, value in state.preset_sizes(preset).items():
+                    c[name].value = value
         c["params_b"].disabled = c["moe"].disabled = preset is not None
         c["active_params_b"].disabled = preset is not None or not c["moe"].value
         c["tokens_b"].disabled = c["tokens_preset"].value != "custom"

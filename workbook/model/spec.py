@@ -82,6 +82,11 @@ class ModelSpec:
         return (self.n_kv_heads or self.n_heads) * (self.attention_dim // self.n_heads)
 
     @property
+    def is_moe(self) -> bool:
+        """A mixture of experts: fewer parameters active per token than in the model."""
+        return self.active_params < self.params
+
+    @property
     def expert_params(self) -> float:
         """Parameters in routed experts (sharded by expert parallelism); 0 for a dense model.
 

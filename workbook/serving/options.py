@@ -328,7 +328,7 @@ def evaluate_serving(
         layout=replica.layout(),
         capacity_tokens_per_s_per_replica=pl.col("capacity_within_targets_rps") * s.output_tokens,
         headroom=pl.lit(s.headroom),
-        moe=pl.lit(s.model.active_params < s.model.params),  # its cost range takes mixture-of-experts results
+        moe=pl.lit(s.model.is_moe),  # its cost range takes mixture-of-experts results
     )
     tokens_per_hour = demand * SECONDS_PER_HOUR / 1e6  # millions of output tokens served per hour
     # The ranges: the price spread, and the chips the model's held-out throughput error would add or save

@@ -386,7 +386,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     t = pl.col("tensor_parallel").cast(pl.Float64)
     bandwidth = pl.col("hbm_bytes_per_s")
     peak = peak_column(s.weight_precision) * pl.col(FACTOR_COLUMN)  # the clock the chip holds under load
-    eta_c = pl.col("eta_c") * (factors.moe if m.active_params < m.params else 1.0)
+    eta_c = pl.col("eta_c") * (factors.moe if m.is_moe else 1.0)
     fp4_matmuls = pl.lit(s.weight_precision == "fp4") & pl.col("fp4_flops_per_s").is_not_null()
     fp4 = fp4_factor(factors, frame, m)
     eta_c = eta_c * pl.when(fp4_matmuls).then(fp4).otherwise(1.0)  # elsewhere FP4 weights run FP8 matmuls
