@@ -268,6 +268,35 @@ def test_invalid_input_clears_the_answer_until_a_valid_scenario_is_computed():
     assert dash.train.charts.layout.visibility is None
 
 
+def test_a_tab_is_marked_working_while_its_answer_is_recomputed_and_only_then(dash, monkeypatch):
+    # The page dims the answer on screen while a new one is worked out (a 405B plan takes seconds): the tab carries
+    # the class from the change until the answer, or the message, is shown, on both tabs and when it fails.
+    from workbook.app import stale
+
+    dash.tabs.selected_index = 1
+    seen = []
+    for view in (dash.train, dash.serve):
+        recompute = view._recompute
+
+        def watched(scenario, view=view, recompute=recompute):
+            seen.append(stale.WORKING in view.widget._dom_classes)
+            recompute(scenario)
+
+        monkeypatch.setattr(view, "_recompute", watched)
+    dash.train.controls["days"].value = 20
+    dash.serve.controls["rps"].value = 3
+    assert seen == [True, True]  # Train, then Serve
+    assert not any(stale.WORKING in v.widget._dom_classes for v in (dash.train, dash.serve))
+
+    def fails(scenario):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(dash.serve, "_recompute", fails)
+    dash.serve.controls["rps"].value = 4
+    assert "could not be computed (RuntimeError: boom)" in dash.serve.status.value
+    assert stale.WORKING not in dash.serve.widget._dom_classes
+
+
 def test_a_bad_link_shows_all_its_messages_together_and_no_answer():
     dash = Dashboard()
     dash.apply_query("params_b=13&active_params_b=500&foo=1")

@@ -137,12 +137,14 @@ def _change_every_control(page, menu_option: int = -1) -> dict[str, str]:
 
 
 def _settled_link(page, quiet_s: float = 6, timeout_s: float = 240) -> str:
-    """The page's link once it has not changed for ``quiet_s`` (the kernel has worked through every change)."""
+    """The page's link once, for ``quiet_s``, it has not changed and no tab has been working out an answer (the
+    kernel has worked through every change: one answer can take longer than ``quiet_s`` on a loaded machine, and
+    the page sends a slider's later moves only once the kernel is done with its first)."""
     link = page.locator(".wb-share a.wb-link")
     deadline, last, since = time.time() + timeout_s, None, time.time()
     while time.time() < deadline:
         href = link.get_attribute("href") if link.count() else None
-        if href != last:
+        if href != last or page.locator(".wb-working").count():
             last, since = href, time.time()
         elif href and time.time() - since > quiet_s:
             return link.evaluate("a => a.href")  # absolute, as the anchor resolves it

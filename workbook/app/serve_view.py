@@ -194,17 +194,18 @@ class ServeView:
 
     def update(self) -> None:
         """Recompute; on invalid input show the message and clear the answer (no previous answer beside it)."""
-        try:
-            self._recompute(self.scenario_from_controls())
-        except InputError as err:
-            self._show_stale(str(err))
-            return
-        except Exception as err:  # never a traceback in the page
-            self._show_stale(f"This serving scenario could not be computed ({type(err).__name__}: {err}).")
-            return
-        self.stale = False
-        stale.show_fresh(self.charts)
-        self.status.value = ""
+        with stale.working(self.widget):
+            try:
+                self._recompute(self.scenario_from_controls())
+            except InputError as err:
+                self._show_stale(str(err))
+                return
+            except Exception as err:  # never a traceback in the page
+                self._show_stale(f"This serving scenario could not be computed ({type(err).__name__}: {err}).")
+                return
+            self.stale = False
+            stale.show_fresh(self.charts)
+            self.status.value = ""
 
     def _show_stale(self, error: str) -> None:
         self.stale = True

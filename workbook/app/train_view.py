@@ -275,19 +275,20 @@ class TrainView:
     def update(self) -> None:
         """Recompute everything from the current control values; on invalid input show every current message and
         clear the answer (never a previous answer beside the message, never a traceback)."""
-        try:
-            scenario = state.scenario_from(self.values())
-            self._recompute(scenario)
-        except InputError as err:
-            self._show_stale(f"{self._label(err.field)}: {err.message}")
-            return
-        except Exception as err:  # the page must never show a traceback; the message names what failed
-            self._show_stale(f"This scenario could not be computed ({type(err).__name__}: {err}).")
-            return
-        self.stale = False
-        stale.show_fresh(self.charts)
-        self.status.value = stale.messages([], list(self.notices.values()))
-        self.on_result()
+        with stale.working(self.widget):
+            try:
+                scenario = state.scenario_from(self.values())
+                self._recompute(scenario)
+            except InputError as err:
+                self._show_stale(f"{self._label(err.field)}: {err.message}")
+                return
+            except Exception as err:  # the page must never show a traceback; the message names what failed
+                self._show_stale(f"This scenario could not be computed ({type(err).__name__}: {err}).")
+                return
+            self.stale = False
+            stale.show_fresh(self.charts)
+            self.status.value = stale.messages([], list(self.notices.values()))
+            self.on_result()
 
     def _show_stale(self, error: str) -> None:
         self.stale = True
