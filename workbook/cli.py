@@ -412,6 +412,7 @@ SERVE_KEYS = [
     "max_tokens_per_step",
     "max_seqs",
     "chunked_prefill",
+    "schedule_ahead",
     "chips_per_replica",
     "layout",
     "pipeline_parallel",

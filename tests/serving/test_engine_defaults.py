@@ -41,6 +41,10 @@ def test_each_stack_runs_its_documented_defaults_with_their_source(cat, eff):
     # TensorRT-LLM's BuildConfig: 8192 tokens per step, 2048 sequences, no chunked prefill.
     trt = by[("trtllm", "h100-sxm")]
     assert (trt["max_tokens_per_step"], trt["max_seqs"], trt["chunked_prefill"]) == (8192, 2048, False)
+    # Both schedule the next step while one runs: trtllm-serve's overlap scheduler, vLLM's async scheduling (0.14 on);
+    # JetStream's row sets none.
+    assert trt["schedule_ahead"] and by[("vllm-cuda", "h100-sxm")]["schedule_ahead"]
+    assert by[("vllm-rocm", "mi300x")]["schedule_ahead"] and not by[("vllm-tpu", "tpu-v5e")]["schedule_ahead"]
     # vLLM V1's server: 8192 / 1024 on devices of 70 GiB or more, except A100; 2048 / 256 elsewhere.
     assert (by[("vllm-rocm", "mi300x")]["max_tokens_per_step"], by[("vllm-rocm", "mi300x")]["max_seqs"]) == (8192, 1024)
     assert (by[("vllm-cuda", "h100-sxm")]["max_tokens_per_step"], by[("vllm-cuda", "h100-sxm")]["max_seqs"]) == (

@@ -93,7 +93,11 @@ def test_spot_is_not_a_serving_default_and_says_why_when_picked():
 @pytest.mark.parametrize(
     "accelerator, words",
     [
-        ("h100-sxm", "Engine defaults: 8,192 tokens per step, at most 2,048 sequences, prompts not chunked"),
+        (
+            "h100-sxm",
+            "Engine defaults: 8,192 tokens per step, at most 2,048 sequences, prompts not chunked, the next batch "
+            "scheduled while the current one runs, so a first token waits a step more",
+        ),
         ("tpu-v6e", "Engine: no verified default settings"),
     ],
 )

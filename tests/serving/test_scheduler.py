@@ -107,6 +107,18 @@ def test_attention_dp_balancing_holds_a_prompt_until_every_rank_has_one(llama70_
         assert hold["tpot_ms"] == one["tpot_ms"]
 
 
+def test_overlap_scheduling_makes_a_new_prompt_wait_one_step_more(llama70_replica):
+    # TensorRT-LLM's overlap scheduler (vLLM's async scheduling likewise) makes the next batch while the GPU runs the
+    # current one: a prompt arriving now misses the batch already made, one step more to its first token (the
+    # documented "one extra decoding step"); the steps themselves are unchanged.
+    for rho in (0.3, 0.7):
+        one = _at(llama70_replica, rho, replica.Scheduler())
+        ahead = _at(llama70_replica, rho, replica.Scheduler(schedule_ahead=True))
+        assert ahead["ttft_mean_ms"] - one["ttft_mean_ms"] == pytest.approx(one["tpot_mean_ms"], rel=1e-6)
+        assert ahead["ttft_ms"] - one["ttft_ms"] > 0.5 * one["tpot_mean_ms"]
+        assert (ahead["tpot_ms"], ahead["tpot_mean_ms"]) == (one["tpot_ms"], one["tpot_mean_ms"])
+
+
 def test_the_p99_prompt_is_prefilled_with_its_own_quadratic_attention(llama70_replica):
     reps, s = llama70_replica
     long_tail = dataclasses.replace(s, prompt_tokens=8000, prompt_tokens_p99=64000)
@@ -174,6 +186,8 @@ def test_scheduler_from_a_run(cat):
     assert (multi_step.steps_per_schedule, multi_step.chunked_prefill, multi_step.dispatch_window_s) == (9, False, 0.0)
     balanced = published.scheduler(runs["mlperf60-b200x8-deepseek-r1-server-ttft"])  # adp_balancing 6 / 2 iterations
     assert (balanced.balance_timeout_steps, balanced.balance_wait_steps) == (6, 2)
+    assert balanced.schedule_ahead and not h100.schedule_ahead  # trtllm-serve's default; the C++ engine's none
+    assert published.scheduler(runs["mlperf61-mi355x8-llama2-70b-server-ttft"]).schedule_ahead  # async_scheduling True
     unpublished = published.scheduler(runs["mlperf41-mi300x8-llama2-70b-offline"])
     assert unpublished == replica.Scheduler(replicas_per_dispatcher=8)  # the unlimited engine
     assert published.scenario(runs["mlperf50-h100x8-llama2-70b-server-ttft"]).max_batch == 2 * 1024

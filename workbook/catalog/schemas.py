@@ -347,6 +347,9 @@ class ServingEngineDefaults(pa.DataFrameModel):
     max_tokens_per_step: Optional[int] = pa.Field(nullable=True, ge=1)  # max_num_tokens / max_num_batched_tokens
     max_seqs: Optional[int] = pa.Field(nullable=True, ge=1)  # max_batch_size (TRT-LLM) / max_num_seqs (vLLM)
     chunked_prefill: bool  # a prompt may be split over several steps
+    # the next batch is scheduled while the GPU runs the current one (TensorRT-LLM's overlap scheduler, vLLM's async
+    # scheduling; null: not)
+    schedule_ahead: Optional[bool] = pa.Field(nullable=True)
     engine: str = pa.Field(str_length={"min_value": 3})  # the engine and entry point the defaults belong to
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
@@ -422,6 +425,10 @@ class InferenceRuns(pa.DataFrameModel):
     # prompt is held until every rank has one, then the wait's steps more, or at most the timeout's
     balance_timeout_steps: Optional[int] = pa.Field(nullable=True, ge=1)
     balance_wait_steps: Optional[int] = pa.Field(nullable=True, ge=0)
+    # The next batch scheduled while the GPU runs the current one, so a new prompt misses the batch already made:
+    # TensorRT-LLM's overlap scheduler (PyTorch backend, on unless disable_overlap_scheduler), vLLM's async_scheduling
+    # (null: not run)
+    schedule_ahead: Optional[bool] = pa.Field(nullable=True)
     # Prefill/decode disaggregation: the prefill pool's chips and chips per replica (null: one pool does both); the
     # columns above (tensor_parallel, max_seqs, max_tokens_per_step) then describe the decode pool, of the other chips.
     prefill_chips: Optional[int] = pa.Field(nullable=True, ge=1)

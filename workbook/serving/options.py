@@ -12,8 +12,8 @@ chip). Latencies are reported at the load the traffic actually puts on each repl
 (:mod:`workbook.serving.disaggregated`), where they need fewer chips.
 Efficiencies come from the vendor's chosen software stack (:mod:`workbook.serving.calibration`), and so do the
 engine's scheduler settings: each stack's documented defaults (``data/serving_engine_defaults.csv``: per-step
-token budget, batch limit, chunked prefill; a stack with no verified default runs an unlimited engine, and the
-``engine`` column says so), which set how long prompts queue under load (:class:`replica.Scheduler`).
+token budget, batch limit, chunked prefill, scheduling ahead; a stack with no verified default runs an unlimited
+engine, and the ``engine`` column says so), which set how long prompts queue under load (:class:`replica.Scheduler`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,14 @@ from workbook.serving.calibration import ServingEfficiency, calibrate
 from workbook.serving.scenario import ServeScenario
 
 KEYS = replica.KEYS
-ENGINE_COLUMNS = ["max_tokens_per_step", replica.ENGINE_MAX_SEQS, "chunked_prefill", "engine", "engine_source"]
+ENGINE_COLUMNS = [
+    "max_tokens_per_step",
+    replica.ENGINE_MAX_SEQS,
+    "chunked_prefill",
+    "schedule_ahead",
+    "engine",
+    "engine_source",
+]
 UNLIMITED_ENGINE = "no verified default for this stack: an engine with no token budget and no batch limit"
 
 
@@ -259,6 +266,7 @@ SERVE_COLUMNS = [
     "max_tokens_per_step",
     "max_seqs",
     "chunked_prefill",
+    "schedule_ahead",
     "engine_source",
     "tensor_parallel",
     "pipeline_parallel",

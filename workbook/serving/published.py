@@ -56,8 +56,7 @@ def scenario(run: dict) -> ServeScenario:
 def scheduler(run: dict) -> replica.Scheduler:
     """The engine settings the submitter published (``data/inference_runs.csv``: ``max_tokens_per_step``,
     ``chunked_prefill``, ``pipeline_parallel``, ``dispatch_window_ms``, ``scheduler_steps``, ``balance_timeout_steps``,
-    ``balance_wait_steps``, with
-    ``scheduler_source``). A setting left
+    ``balance_wait_steps``, ``schedule_ahead``, with ``scheduler_source``). A setting left
     unpublished keeps the unlimited engine's value: no token budget, no dispatch window (stated, not a stack
     default: the defaults move between releases and the submissions do not all name theirs)."""
     tokens = run.get("max_tokens_per_step")
@@ -70,6 +69,7 @@ def scheduler(run: dict) -> replica.Scheduler:
         steps_per_schedule=run.get("scheduler_steps") or 1,
         balance_timeout_steps=run.get("balance_timeout_steps") or 0,
         balance_wait_steps=run.get("balance_wait_steps") or 0,
+        schedule_ahead=bool(run.get("schedule_ahead")),
         replicas_per_dispatcher=max(1, run["chips"] // (run["tensor_parallel"] or 1)),
     )
 

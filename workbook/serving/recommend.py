@@ -231,6 +231,8 @@ def _engine_words(o: dict) -> str:
     if o["max_seqs"] is not None:
         limits.append(f"at most {o['max_seqs']:,} sequences")
     limits.append("chunked prefill" if o["chunked_prefill"] else "prompts not chunked")
+    if o.get("schedule_ahead"):
+        limits.append("the next batch scheduled while the current one runs, so a first token waits a step more")
     return f"Engine defaults: {', '.join(limits)} ({o['engine']})."
 
 

@@ -31,7 +31,10 @@ those runs: a prompt also waits out the rest of the run it arrived in, (n - 1) /
 An engine that balances attention run data-parallel (TensorRT-LLM's ``adp_balancing``, each of a replica's chips its
 own sequences) holds new prompts until every rank has one, then ``balance_wait_steps`` more steps, or at most
 ``balance_timeout_steps`` steps, and starts them together: a prompt waits out the rest of that cycle
-(:func:`balance_hold_steps`), half of it on average.
+(:func:`balance_hold_steps`), half of it on average. An engine that schedules the next batch while the GPU runs the
+current one (``schedule_ahead``: TensorRT-LLM's overlap scheduler, on by default in its PyTorch backend, "one extra
+decoding step" its documented cost; vLLM's async scheduling, on by default since 0.14) has made that batch before a
+prompt arriving now can join it: the prompt waits one step more.
 Prompt lengths: lognormal through the
 mean and the 99th percentile when that is known. The p99 first token is the 99th percentile of the sum of these
 independent delays, not the sum of their percentiles (:func:`workbook.model.serving.percentile_of_sum`).
@@ -117,6 +120,7 @@ class Scheduler:
     steps_per_schedule: int = 1  # decode steps run per scheduler call (vLLM multi-step scheduling)
     balance_timeout_steps: int = 0  # attention-DP balancing: steps a prompt is held at most (0: no balancing)
     balance_wait_steps: int = 0  # steps held more once every rank has a prompt
+    schedule_ahead: bool = False  # the next batch is made while the GPU runs this one: a new prompt waits a step
 
 
 # Stacks whose engine runs prompt and decode tokens in the same step even without chunking: TensorRT-LLM's
@@ -136,6 +140,7 @@ def engine(
     steps_per_schedule: int = 1,
     balance_timeout_steps: int = 0,
     balance_wait_steps: int = 0,
+    schedule_ahead: bool = False,
 ) -> Scheduler:
     """The scheduler of ``stack``'s engine with these settings; a setting left None keeps the unlimited engine's
     value (no token budget; prompts may be chunked)."""
@@ -150,19 +155,24 @@ def engine(
         steps_per_schedule=steps_per_schedule,
         balance_timeout_steps=balance_timeout_steps,
         balance_wait_steps=balance_wait_steps,
+        schedule_ahead=schedule_ahead,
     )
 
 
 def per_engine(frame: pl.DataFrame, run) -> pl.DataFrame:
     """``run(part, scheduler)`` on the rows of each stack and engine setting (columns ``stack``,
-    ``max_tokens_per_step``, ``chunked_prefill``, ``pipeline_parallel``), with that engine's scheduler; a frame
-    without them runs on the unlimited engine."""
+    ``max_tokens_per_step``, ``chunked_prefill``, ``pipeline_parallel``, and ``schedule_ahead`` where present), with
+    that engine's scheduler; a frame without them runs on the unlimited engine."""
     keys = ["stack", "max_tokens_per_step", "chunked_prefill", "pipeline_parallel"]
     if frame.height == 0 or not set(keys) <= set(frame.columns):
         return run(frame, Scheduler())
+    if "schedule_ahead" not in frame.columns:
+        frame = frame.with_columns(schedule_ahead=pl.lit(None, dtype=pl.Boolean))
     parts = [
-        run(part, engine(stack, tokens, chunked, pipeline_stages=stages))
-        for (stack, tokens, chunked, stages), part in frame.group_by(keys, maintain_order=True)
+        run(part, engine(stack, tokens, chunked, pipeline_stages=stages, schedule_ahead=bool(ahead)))
+        for (stack, tokens, chunked, stages, ahead), part in frame.group_by(
+            [*keys, "schedule_ahead"], maintain_order=True
+        )
     ]
     return pl.concat(parts, how="diagonal_relaxed")
 
@@ -574,12 +584,15 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     run_s, run_p_s = (step * (sched.steps_per_schedule - 1) for step in (step_s, step_p_s))
     # Attention-DP balancing: the prompt waits out the rest of the hold cycle it arrived in (uniform over it).
     hold = balance_hold_steps(sched, rps, step_s)
+    # Scheduling ahead: the batch after the running step was made when it started; the prompt waits that one too.
+    ahead = float(sched.schedule_ahead)
     waits = (
         (pl.col("_queue_wait_s"), pl.col("_queue_wait_p_s")),
         (pl.col("_slot_wait_s"), pl.col("_slot_wait_p_s")),
         (pl.lit(sched.dispatch_window_s / 2), pl.lit(sv.LATENCY_PERCENTILE * sched.dispatch_window_s)),
         (run_s / 2, sv.LATENCY_PERCENTILE * run_p_s),
         (hold * step_s / 2, sv.LATENCY_PERCENTILE * hold * step_p_s),
+        (ahead * step_s, ahead * step_p_s),
     )
     own = (pl.col("_own_s"), pl.col("_own_p_s"))
     one_step_p_s = sv.one_step_percentile_seconds(step_s, prefill_per_token_s, rps, e2)

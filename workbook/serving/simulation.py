@@ -18,6 +18,8 @@ waiting prompts (whole ones, up to the budget) or every decoding sequence, promp
 balancing (``balance_timeout_steps``), admitted prompts go to the replica's ``ranks`` in turn and are held as
 TensorRT-LLM holds them: until every rank has one and ``balance_wait_steps`` more steps have passed, or until
 ``balance_timeout_steps`` steps without every rank having one (a step that finds no sequence decoding lets them go).
+With ``schedule_ahead`` each batch is made when the step before it starts (an engine with nothing to run makes one
+at once), so only the prompts that had arrived by then can join it.
 A prompt's first token comes at the end of the step that finishes it; its other tokens one per step after that.
 """
 
@@ -155,6 +157,7 @@ def simulate(
     finishing: dict[int, list[tuple[float, float]]] = collections.defaultdict(list)
     decoding = 0
     now, step, decode_steps = 0.0, 0, 0
+    made_at = 0.0  # when the next batch is made: the running step's start when scheduling ahead, else its end
     ttft, tpot, steps = [], [], []
     while now < horizon_s:
         while next_arrival <= now:
@@ -162,10 +165,12 @@ def simulate(
             waiting.append((next_arrival, tokens))
             next_arrival += rng.expovariate(requests_per_s)
         if not (waiting or prompts or decoding):
-            now = next_arrival
+            now = made_at = next_arrival
             continue
+        # the batch made while the last step ran; an engine left with nothing to run makes one at once
+        cutoff = made_at if sched.schedule_ahead and (prompts or decoding or held) else now
         if step % sched.steps_per_schedule == 0:
-            while waiting and decoding + len(prompts) + len(held) < slots:
+            while waiting and waiting[0][0] <= cutoff and decoding + len(prompts) + len(held) < slots:
                 arrived, tokens = waiting.popleft()
                 held.append((balance.next_rank(), [arrived, tokens]))
         if balance.release({rank for rank, _ in held}, decoding):  # counts every step, held prompts or not
@@ -191,6 +196,7 @@ def simulate(
                     done.append(item)
         decodes = 0 if prefill_step else decoding
         duration = costs.fixed_s + costs.decode_token_s * decodes + costs.prompt_token_s * carried
+        made_at = now
         now += duration
         step += 1
         if now > warm_s:

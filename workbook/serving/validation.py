@@ -47,18 +47,22 @@ error on the system into a several-fold latency error
 (H100 v4.1 Llama 2 70B: published load 0.77 of the model's capacity, TPOT 79 ms predicted vs 155 ms published).
 Under tight limits the latencies are set by the limits, and the throughput row is the test: the load the model
 reaches within them. Measured with the formulas checked against the engine's simulation (:func:`against_simulation`)
-and each step's fixed cost charged per layer: 181 of the 272 MLPerf rows within 30% at the edge, 191 at 1% less
-traffic, with MLPerf v5.1's and v6.0's DeepSeek-R1 (17 of 28: the time per token 10 of 14; the first token 7 of 14,
-v6.0's 7 of 8, as the engine holds a new prompt until each rank of its data-parallel attention has one or its
-published timeout, :func:`workbook.serving.replica.balance_hold_steps`; 0 of 14, 0.08x-0.36x, without the hold;
-v5.1's 0.31x-0.71x),
+and each step's fixed cost charged per layer: 183 of the 272 MLPerf rows within 30% at the edge, 197 at 1% less
+traffic, with MLPerf v5.1's and v6.0's DeepSeek-R1 (19 of 28: the time per token 10 of 14; the first token 9 of 14,
+v6.0's 8 of 8, 0.79x-1.26x, as the engine holds a new prompt until each rank of its data-parallel attention has one or
+its published timeout, :func:`workbook.serving.replica.balance_hold_steps`, and its overlap scheduler has made the
+next batch before the prompt arrives, ``schedule_ahead``; 0 of 14, 0.08x-0.36x, without the hold, v6.0's 7 of 8
+without the step ahead; v5.1's 0.35x-0.83x), AMD's and MiTAC's MI355X runs of v6.0 and v6.1 (vLLM with
+``async_scheduling``, one step ahead likewise: their Llama 2 70B p99 first tokens 0.87x-1.01x, 0.71x-0.92x without
+the step, their means 1.17x-1.43x, 0.94x-1.08x without; Llama 3.1 8B's 0.29x-0.94x, 0.22x-0.53x without),
 Lenovo's eight H100 NVL of v4.1 (0 of 4: read at its datasheet peak, its throughput 1.47x Offline and
 1.73x Server), NVIDIA's one GH200 144GB of v4.1 (4 of 4), ASUSTeK's eight H100 PCIe of v4.1 (3 of 4: no NVLink, its
 all-reduces over PCIe), QCT's one GH200 96GB
 of v4.1 (0 of 4: its Server run stopped at 80% of the model's highest load; at its published load all 4 within 13%),
 Fujitsu's TensorRT-LLM Server result on eight L40S of v4.1 (4 of 4), Red Hat's one-GPU vLLM 0.10 Server results of
 v5.1 (6 of 8) and MLPerf v6.1 (September 2026, gathered after the model was built: 16 of its 28 rows); before
-the hold, 174 and 185; before DeepSeek-R1, 164 of 244 and 173; before those,
+scheduling ahead (the ``schedule_ahead`` rows), 181 and 191;
+before the hold, 174 and 185; before DeepSeek-R1, 164 of 244 and 173; before those,
 148 of 216 and 157; before v6.1, 132 of 188 (v6.0 29 of 44) and 138 (136 before MI325X's sustained clock; 129 and
 132 with one fixed cost a step; 130 and 135 before MI355X's v6.0 Server engine admitted prompts every third step, as
 AMD's scheduler patch does above 1,216 running requests). MLPerf v6.1's 22 throughput results: median |ln error|
