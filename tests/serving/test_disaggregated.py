@@ -71,6 +71,22 @@ def test_decode_replicas_without_prompts_sustain_more_requests(cat, eff):
     assert decode["capacity_rps"][0] > shared["capacity_rps"][0] * 1.5  # prefill is most of a 1,000-token request
 
 
+def test_the_prefill_pool_makes_the_first_token_without_scheduling_ahead(cat, eff):
+    # TensorRT-LLM's defaults schedule a step ahead; a prefill pool, as NVIDIA configures its context workers, does
+    # not: its first token is the same whichever the engine default says.
+    s = _busy()
+    reps = disaggregated.prefill_replicas(
+        options._replicas(cat, s, eff).filter(pl.col("accelerator_id") == "h100-sxm"), s
+    )
+    assert reps["schedule_ahead"].all()  # the stack's engine default
+    ahead, plain = (
+        disaggregated._prefill_at(reps.with_columns(schedule_ahead=pl.lit(flag)), s, pl.lit(0.6))
+        for flag in (True, False)
+    )
+    assert ahead["prefill_ttft_mean_ms"].to_list() == plain["prefill_ttft_mean_ms"].to_list()
+    assert ahead["prefill_ttft_ms"].to_list() == plain["prefill_ttft_ms"].to_list()
+
+
 def test_a_trickle_of_traffic_keeps_one_pool(cat, eff):
     # one request a second on an 8B model: one replica does it all; a second pool could only add chips
     s = serving.ServeScenario(

@@ -68,7 +68,12 @@ def _prefill_at(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr) -> pl.DataF
     """Prefill replicas (:func:`prefill_replicas`) at load ``rho`` of their capacity, under their engine
     (:func:`replica.per_engine`: its token budget per step, chunking): the shared replica's formulas with one-token
     answers (the prompts ahead, the steps around the first token, the step budget's queue), plus the KV cache's
-    transfer to the decode pool. Requests/s, the transfer and the first token's mean and 99th percentile (ms)."""
+    transfer to the decode pool. Requests/s, the transfer and the first token's mean and 99th percentile (ms).
+    The prefill pool makes the first token, so it does not schedule a step ahead (``schedule_ahead``: a prompt would
+    wait a whole prefill step more): NVIDIA's disaggregated configs switch TensorRT-LLM's overlap scheduler off on
+    their context workers only (MLPerf v6.0 ``scripts/slurm_llm/disagg_trtllm_llama2_70b/scripts/gen_worker_config.py``,
+    v5.1 ``run_disagg_405B/gen_yaml.py``)."""
+    frame = frame.with_columns(schedule_ahead=pl.lit(False))
     link = pl.col("tensor_parallel") * pl.col("scaleout_bytes_per_s")
     transfer = s.kv_bytes_per_token * s.prompt_tokens / link
     transfer_tail = s.kv_bytes_per_token * s.prompt_tokens_tail / link
