@@ -87,6 +87,15 @@ def test_the_prefill_pool_makes_the_first_token_without_scheduling_ahead(cat, ef
     assert ahead["prefill_ttft_ms"].to_list() == plain["prefill_ttft_ms"].to_list()
 
 
+def test_a_split_answers_card_does_not_add_the_step_ahead_to_its_first_token(both):
+    _, split = both
+    s = _busy(disaggregation=True)
+    rec = serving.recommend_serving(split, s)
+    assert rec.best is not None and rec.best["disaggregated"] and rec.best["schedule_ahead"]
+    engine = next(r for r in rec.reasons if "Engine defaults" in r)
+    assert "prefill replicas do not" in engine and "a first token waits a step more" not in engine
+
+
 def test_a_trickle_of_traffic_keeps_one_pool(cat, eff):
     # one request a second on an 8B model: one replica does it all; a second pool could only add chips
     s = serving.ServeScenario(

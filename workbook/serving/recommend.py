@@ -231,7 +231,9 @@ def _engine_words(o: dict) -> str:
     if o["max_seqs"] is not None:
         limits.append(f"at most {o['max_seqs']:,} sequences")
     limits.append("chunked prefill" if o["chunked_prefill"] else "prompts not chunked")
-    if o.get("schedule_ahead"):
+    if o.get("schedule_ahead") and o.get("disaggregated"):  # the prefill pool, which makes the first token, does not
+        limits.append("decode replicas schedule the next batch while the current one runs (prefill replicas do not)")
+    elif o.get("schedule_ahead"):
         limits.append("the next batch scheduled while the current one runs, so a first token waits a step more")
     return f"Engine defaults: {', '.join(limits)} ({o['engine']})."
 
