@@ -129,6 +129,18 @@ def test_narrow_money_axis_ticks_all_differ():
     assert len(labels) >= 3 and len(set(labels)) == len(labels), labels
 
 
+def test_frontier_cost_axis_starts_at_zero_so_a_small_saving_looks_small():
+    # More chips saving 4% ($1.00M to $0.96M) drawn from $960k would look like a fall to nothing.
+    points = [
+        {"option": "a · c · p", "slot": 0, "family": "nvidia-gpu", "name": "a", "chips": c, "start_delay_days": 0,
+         "train_days": d, "finish_days": d, "cost_usd": cost}
+        for c, d, cost in [(128, 40, 1.0e6), (256, 29, 0.99e6), (512, 15, 0.961e6)]
+    ]  # fmt: skip
+    svg = _svg(charts.frontier_template, {"points": points, "deadline": [], "message": []})
+    labels = re.findall(r">(\$[\d.]*[kM]?)<", svg)
+    assert "$0" in labels and "$1M" in labels, labels
+
+
 def test_frontier_is_drawn_over_days_to_finish(train_sets):
     points = train_sets["frontier"]["points"]
     assert points

@@ -123,7 +123,7 @@ def frontier_template() -> alt.LayerChart:
     x = alt.X(
         "finish_days:Q", title=FINISH_DAYS, scale=alt.Scale(type="log"), axis=alt.Axis(values=LOG_TICKS, format="~s")
     )
-    y = alt.Y("cost_usd:Q", axis=money_axis("y", "Total cost (USD)"), scale=alt.Scale(zero=False))
+    y = alt.Y("cost_usd:Q", axis=money_axis("y", "Total cost (USD)"))  # from zero: a 4% step must not look like 100%
     lines = drawn.mark_line().encode(x=x, y=y, color=family_color(), detail="option:N")
     points = drawn.mark_point(filled=True, size=60, opacity=1).encode(
         x=x,

@@ -59,9 +59,23 @@ def _schedule(option: dict) -> str:
     return days(option["train_days"])
 
 
+def _head(option: dict) -> str:
+    """Chip on cloud (pricing, region): chips, schedule."""
+    region = f", {option['region']}" if option.get("region") not in UNNAMED_REGIONS else ""
+    return (
+        f"{option['name']} on {option['cloud']} ({option['pricing_model']}{region}): {count(option['chips'], 'chip')}, "
+        f"{_schedule(option)}"
+    )
+
+
+def _range(option: dict) -> str:
+    """'range $low-$high' of the option's cost, or '' when both ends round alike."""
+    low, high = usd(option["cost_usd_low"]), usd(option["cost_usd_high"])
+    return f"range {low}-{high}" if low != high else ""
+
+
 def describe(option: dict) -> str:
     """One line: chip on cloud (pricing, region): chips, schedule, cost with its range."""
-    region = f", {option['region']}" if option.get("region") not in UNNAMED_REGIONS else ""
     term = option.get("term_months")
     bill = " whole-term bill" if term else ""
     used = (
@@ -70,12 +84,8 @@ def describe(option: dict) -> str:
         if term
         else ""
     )
-    low, high = usd(option["cost_usd_low"]), usd(option["cost_usd_high"])
-    spread = f" (range {low}-{high})" if low != high else ""
-    return (
-        f"{option['name']} on {option['cloud']} ({option['pricing_model']}{region}): {count(option['chips'], 'chip')}, "
-        f"{_schedule(option)}, {usd(option['cost_usd'])}{bill}{spread}{used}"
-    )
+    spread = f" ({_range(option)})" if _range(option) else ""
+    return f"{_head(option)}, {usd(option['cost_usd'])}{bill}{spread}{used}"
 
 
 def _framework_reason(option: dict, team_framework: str, platform: str) -> str:
@@ -212,24 +222,33 @@ def _far_later(best: dict, other: dict) -> bool:
     return other["finish_days"] > FAR_LATER * best["finish_days"]
 
 
+def _versus(cost_usd: float, other_usd: float) -> str:
+    saving = 1 - cost_usd / other_usd
+    return f"{saving:.0%} cheaper" if saving >= 0 else f"{-saving:.0%} dearer"
+
+
+def _billed_past_job(option: dict) -> bool:
+    """A commitment whose whole-term bill is more than the job's share of it."""
+    return bool(option.get("term_months")) and option["amortised_cost_usd"] < option["cost_usd"]
+
+
 def _compare(best: dict, other: dict) -> str:
-    saving = 1 - best["cost_usd"] / other["cost_usd"]
-    overlap = best["cost_usd_high"] >= other["cost_usd_low"]
+    """'<best> is X% cheaper than <other>', with time or overlap. Against a commitment billed for more than the job,
+    first against the job's share of it (what a team that uses the rest of the term pays), then its whole-term bill
+    (what a team that does not pays)."""
     if _far_later(best, other):
         tail = f" It would finish {other['finish_days'] / best['finish_days']:.0f} times later, so time rules it out."
     else:
+        overlap = best["cost_usd_high"] >= other["cost_usd_low"]
         tail = " The cost ranges overlap, so the two are close within the uncertainty." if overlap else ""
-    return f"{saving:.0%} cheaper than {describe(other)}.{_against_share(best, other)}{tail}"
-
-
-def _against_share(best: dict, other: dict) -> str:
-    """A commitment billed for more than the job: the saving above is against its whole-term bill, so also say how
-    the pick compares with the job's share of it (a team that uses the rest of the term pays only that)."""
-    if not other.get("term_months") or other["amortised_cost_usd"] >= other["cost_usd"]:
-        return ""
-    share = 1 - best["cost_usd"] / other["amortised_cost_usd"]
-    versus = f"{share:.0%} cheaper" if share >= 0 else f"{-share:.0%} dearer"
-    return f" Against that share it is {versus}."
+    if not _billed_past_job(other):
+        return f"{best['name']} is {_versus(best['cost_usd'], other['cost_usd'])} than {describe(other)}.{tail}"
+    return (
+        f"{best['name']} is {_versus(best['cost_usd'], other['amortised_cost_usd'])} than {_head(other)}, on this "
+        f"job's {usd(other['amortised_cost_usd'])} share of a {other['term_months']:.0f}-month commitment (if other "
+        f"work uses the rest of the term); {_versus(best['cost_usd'], other['cost_usd'])} if the rest goes unused "
+        f"({', '.join(filter(None, (usd(other['cost_usd']) + ' whole-term bill', _range(other))))}).{tail}"
+    )
 
 
 def rank_per_accelerator(frame: pl.DataFrame, cost: str) -> tuple[list[dict], pl.DataFrame]:
@@ -279,13 +298,13 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     ]
     if runners:  # against the cheapest runner-up that is an alternative on time, else the cheapest
         other = next((o for o in runners if not _far_later(best, o)), runners[0])
-        reasons.append(f"{best['name']} is {_compare(best, other)}")
+        reasons.append(_compare(best, other))
         close = _close_call(best, other)
         if close:
             reasons.append(close)
     rival = next((o for o in ranked if o["kind"] != best["kind"]), None)
     if rival is not None and rival not in runners[:1]:
-        reasons.append(f"Best {rival['kind_label']} alternative: {best['name']} is {_compare(best, rival)}")
+        reasons.append(f"Best {rival['kind_label']} alternative: {_compare(best, rival)}")
     near = _near_miss(best, frame)
     if near:
         reasons.append(near)
