@@ -1,5 +1,7 @@
 """The serving recommendation: ranking, reasons, headroom and the warnings it must not hide."""
 
+import dataclasses
+
 import polars as pl
 import pytest
 
@@ -80,6 +82,21 @@ def test_replicas_are_counted_in_plain_words(rps, words):
     rec = serving.recommend_serving(serving.evaluate_serving(s), s)
     assert rec.best is not None and (rec.best["replicas"] == 1) == (rps < 1)
     assert words in rec.reasons[0] and "replica(s)" not in rec.reasons[0]
+
+
+def test_a_fleet_larger_than_a_cloud_rents_on_demand_is_ruled_out_as_a_training_job_would_be():
+    # 70B at 3,000 requests/s: most chips need 1,000+ replicas; on-demand rents at most 512 without a reservation
+    # (data/capacity.csv, the same ceiling as training's), a reserved contract has no such ceiling.
+    big = serving.ServeScenario(model=ModelSpec.from_params(70e9), requests_per_s=3000)
+    on_demand = serving.evaluate_serving(big)
+    over = on_demand.filter((pl.col("chips") > 512) & pl.col("usd_per_chip_hour").is_not_null())
+    assert over.height > 0 and not over["feasible"].any()
+    assert over["infeasible_reason"].str.contains("on-demand rents at most 512 without a reservation").all()
+    assert on_demand.filter(pl.col("chips") <= 512)["feasible"].any()
+    rec = serving.recommend_serving(on_demand, big)
+    assert rec.best is not None and rec.best["chips"] <= 512
+    reserved = serving.evaluate_serving(dataclasses.replace(big, pricing=("reserved-contract",)))
+    assert reserved.filter((pl.col("chips") > 512) & pl.col("feasible")).height > 0
 
 
 def test_spot_is_not_a_serving_default_and_says_why_when_picked():

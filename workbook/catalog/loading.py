@@ -181,6 +181,21 @@ class Catalog:
         return out
 
 
+def over_capacity(chips: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Whether ``chips`` on an option's cloud under its pricing model are more than that cloud rents at once without
+    a reservation, and why in plain words (over the columns :meth:`Catalog.capacity_for` adds, and ``cloud`` and
+    ``pricing_model``): the same ceiling for a training job and a serving fleet."""
+    return chips > pl.col("capacity_max_chips"), pl.format(
+        "needs {} chips; {} {} rents at most {} without a reservation ({} ceiling): use a reservation, capacity block "
+        "or contract",
+        chips,
+        pl.col("cloud"),
+        pl.col("pricing_model"),
+        pl.col("capacity_max_chips"),
+        pl.col("capacity_basis"),
+    )
+
+
 def _line(index: int | None) -> str:
     return "header" if index is None else f"line {index + 2}"
 

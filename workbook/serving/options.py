@@ -4,11 +4,14 @@ For every accelerator the model tries the tensor-parallel degrees a replica can 
 one's capacity (the highest load that fits in memory and meets the time-to-first-token and per-token targets,
 with prefill interleaved into decode steps), and sizes **independent replicas** so that each runs at most the
 headroom target of that capacity: replicas = ceil(traffic / (headroom x capacity)). No training-cluster cap
-applies: replicas do not talk to each other. A model that does not fit in one node (weights and one sequence's
-KV cache) is served by a pipeline of nodes (:data:`replica.PIPELINE_CANDIDATES`), as vLLM's guide says to; where
-it fits, replicas stay within a node. The configuration with the fewest chips wins (ties: the most throughput per
-chip). Latencies are reported at the load the traffic actually puts on each replica. With
-``ServeScenario.disaggregation`` an accelerator's answer may instead be separate prefill and decode pools
+applies: replicas do not talk to each other. The cloud's capacity does: a fleet is rented like a training job, so an
+option needing more chips than its cloud rents at once under its pricing model without a reservation
+(``data/capacity.csv``: on-demand 512, spot 256, stated assumptions) is ruled out and says so. A model that does
+not fit in one node (weights and one sequence's KV cache) is served by a pipeline of nodes
+(:data:`replica.PIPELINE_CANDIDATES`), as vLLM's guide says to; where it fits, replicas stay within a node. The
+configuration with the fewest chips wins (ties: the most throughput per chip). Latencies are reported at the load the
+traffic actually puts on each replica. With ``ServeScenario.disaggregation`` an accelerator's answer may instead be
+separate prefill and decode pools
 (:mod:`workbook.serving.disaggregated`), where they need fewer chips.
 Efficiencies come from the vendor's chosen software stack (:mod:`workbook.serving.calibration`), and so do the
 engine's scheduler settings: each stack's documented defaults (``data/serving_engine_defaults.csv``: per-step
@@ -367,14 +370,20 @@ def evaluate_serving(
             hbm_gb=pl.col("hbm_bytes") / 1e9,
         )
     )
+    # A fleet is rented like a training job: no more chips on one cloud under one pricing model than it rents at once
+    # without a reservation (data/capacity.csv).
+    frame = cat.capacity_for(frame.with_columns(pricing_model=pl.col("pricing_model").fill_null(s.pricing[0])))
+    too_many, over = catalog_mod.over_capacity(pl.col("chips"))
     reason = (
         pl.when(pl.col("serve_reason").is_not_null())
         .then(pl.col("serve_reason"))
         .when(pl.col("usd_per_chip_hour").is_null())
         .then(pl.format("no {} price in the dataset", pl.lit(" / ".join(s.pricing))))
+        .when(too_many)
+        .then(over)
         .otherwise(None)
     )
-    frame = frame.with_columns(infeasible_reason=reason, pricing_model=pl.col("pricing_model").fill_null(s.pricing[0]))
+    frame = frame.with_columns(infeasible_reason=reason)
     return (
         frame.with_columns(feasible=pl.col("infeasible_reason").is_null())
         .select(SERVE_COLUMNS)

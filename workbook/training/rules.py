@@ -12,6 +12,7 @@ import dataclasses
 
 import polars as pl
 
+from workbook.catalog import over_capacity
 from workbook.model import cost
 from workbook.training.scenario import Scenario
 
@@ -109,19 +110,7 @@ def rules_for(s: Scenario) -> list[Rule]:
                 (pl.col("preemption_overhead") * 100).round(0),
             ),
         ),
-        Rule(
-            "over_capacity",
-            pl.max_horizontal("chips", "min_chips_to_fit") > pl.col("capacity_max_chips"),
-            pl.format(
-                "needs {} chips; {} {} rents at most {} without a reservation ({} ceiling): use a reservation, "
-                "capacity block or contract",
-                pl.max_horizontal("chips", "min_chips_to_fit"),
-                pl.col("cloud"),
-                pl.col("pricing_model"),
-                pl.col("capacity_max_chips"),
-                pl.col("capacity_basis"),
-            ),
-        ),
+        Rule("over_capacity", *over_capacity(pl.max_horizontal("chips", "min_chips_to_fit"))),
         Rule(
             "no_fit",
             pl.col("chips") < pl.col("min_chips_to_fit"),
