@@ -775,9 +775,11 @@ def test_slot_wait_tail_and_batch_percentile():
 
 
 def test_headroom_is_never_exceeded_and_replicas_are_not_capped():
-    frame = serving.evaluate_serving(_scenario(requests_per_s=2000, headroom=0.6)).filter(pl.col("feasible"))
+    # Committed pricing: no rental ceiling (on-demand's 512 chips would rule these fleets out, and say so).
+    s = _scenario(requests_per_s=2000, headroom=0.6, pricing=("commit-1y",))
+    frame = serving.evaluate_serving(s).filter(pl.col("feasible"))
     assert frame.height and (frame["utilisation"] <= 0.6 + 1e-9).all()
-    assert frame["replicas"].max() > 16
+    assert frame["replicas"].max() > 16 and frame["chips"].max() > 512
 
 
 def test_small_model_on_l4_gets_as_many_replicas_as_needed():
