@@ -152,8 +152,9 @@ def frontier_template() -> alt.LayerChart:
     )
     deadline = alt.Chart(alt.NamedData("deadline"))
     rule = deadline.mark_rule(strokeDash=[6, 4], color="#c00").encode(x="deadline:Q")
-    label = deadline.mark_text(align="left", dx=4, baseline="top", color="#c00").encode(
-        x="deadline:Q", y=alt.value(4), text="label:N"
+    # At the foot of the rule: with the cost axis from zero the options' line runs along the top.
+    label = deadline.mark_text(align="left", dx=4, baseline="bottom", color="#c00").encode(
+        x="deadline:Q", y=alt.value({"expr": "height - 4"}), text="label:N"
     )
     return alt.layer(lines, points, left_out, rule, label, message_layer()).properties(
         title=alt.TitleParams(
