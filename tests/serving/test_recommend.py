@@ -95,6 +95,11 @@ def test_a_fleet_larger_than_a_cloud_rents_on_demand_is_ruled_out_as_a_training_
     assert on_demand.filter(pl.col("chips") <= 512)["feasible"].any()
     rec = serving.recommend_serving(on_demand, big)
     assert rec.best is not None and rec.best["chips"] <= 512
+    # Above half the ceiling the card asks to confirm the provider can deliver them; a small fleet is not warned.
+    near = [w for w in rec.warnings if w.startswith("Capacity:")]
+    assert (len(near) == 1) == (rec.best["chips"] > 256), rec.warnings
+    small = serving.ServeScenario(model=ModelSpec.from_params(70e9), requests_per_s=10)
+    assert not any("Capacity:" in w for w in serving.recommend_serving(serving.evaluate_serving(small), small).warnings)
     reserved = serving.evaluate_serving(dataclasses.replace(big, pricing=("reserved-contract",)))
     assert reserved.filter((pl.col("chips") > 512) & pl.col("feasible")).height > 0
 

@@ -137,7 +137,8 @@ def accuracy(words: list[str], engineer_lines: list[str] = ()) -> str:
 
 def serving_card(rec, model_label: str = "") -> str:
     """The serving answer (:func:`workbook.serving.recommend_serving`) in plain words: where, how many chips,
-    what a million tokens and a month cost, warnings first (above the headroom target, at a latency's edge)."""
+    what a million tokens and a month cost, warnings first (above the headroom target, at a latency's edge, near the
+    cloud's capacity)."""
     label = f"<div class='wb-note'>{html.escape(model_label)}</div>" if model_label else ""
     warnings = "".join(f"<div class='wb-warning'>{html.escape(w)}</div>" for w in rec.warnings)
     ruled_out = ""

@@ -289,6 +289,8 @@ SERVE_COLUMNS = [
     "chips_per_replica",
     "replicas",
     "chips",
+    "capacity_max_chips",  # what the cloud rents at once under this pricing without a reservation (null: no ceiling)
+    "capacity_basis",
     "tokens_per_s_per_chip",
     "tokens_per_s_per_replica",
     "capacity_tokens_per_s_per_replica",

@@ -19,6 +19,7 @@ from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
 
 EDGE_FRACTION = 0.9  # a latency at 90%+ of its target is "at the edge"
+NEAR_CAPACITY = 0.5  # a fleet above half of what its cloud rents at once without a reservation: confirm it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +30,7 @@ class ServingRecommendation:
     runners_up: list[dict]
     infeasible: pl.DataFrame  # accelerator_id, name, reason
     reasons: list[str]
-    warnings: list[str]  # above the headroom target, at the edge of a latency target
+    warnings: list[str]  # above the headroom target, at the edge of a latency target, near the cloud's capacity
     headline: str
     headroom: float | None
     usd_per_month: float | None
@@ -115,6 +116,13 @@ def _warnings(o: dict, scenario) -> list[str]:
     ):
         if target is not None and value >= EDGE_FRACTION * target:
             out.append(f"At the edge: the {label} ({value:,.0f} ms) is within 10% of the {target:,.0f} ms target.")
+    ceiling = o.get("capacity_max_chips")
+    if ceiling is not None and o["chips"] > NEAR_CAPACITY * ceiling:
+        out.append(
+            f"Capacity: {o['chips']:,} chips on {o['cloud']} {o['pricing_model']}, {o['chips'] / ceiling:.0%} of the "
+            f"{ceiling:,} it is taken to rent at once without a reservation ({o['capacity_basis']}): confirm the "
+            "provider can deliver them, or reserve them."
+        )
     return out
 
 
