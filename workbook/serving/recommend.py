@@ -119,8 +119,8 @@ def _warnings(o: dict, scenario) -> list[str]:
     ceiling = o.get("capacity_max_chips")
     if ceiling is not None and o["chips"] > NEAR_CAPACITY * ceiling:
         out.append(
-            f"Capacity: {o['chips']:,} chips on {o['cloud']} {o['pricing_model']}, {o['chips'] / ceiling:.0%} of the "
-            f"{ceiling:,} it is taken to rent at once without a reservation ({o['capacity_basis']}): confirm the "
+            f"Capacity: {o['chips']:,} chips on {o['cloud']} {o['pricing_model']} is {o['chips'] / ceiling:.0%} of the "
+            f"{ceiling:,} one buyer can rent there at once without a reservation ({o['capacity_basis']}): confirm the "
             "provider can deliver them, or reserve them."
         )
     return out
