@@ -104,6 +104,13 @@ def test_a_fleet_larger_than_a_cloud_rents_on_demand_is_ruled_out_as_a_training_
     assert reserved.filter((pl.col("chips") > 512) & pl.col("feasible")).height > 0
 
 
+def test_a_fleet_on_capacity_blocks_is_told_they_end():
+    s = serving.ServeScenario(model=ModelSpec.from_params(8e9), pricing=("capacity-block",), requests_per_s=20)
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    assert rec.best is not None and rec.best["pricing_model"] == "capacity-block"
+    assert any("Capacity blocks last at most 182 days" in w for w in rec.warnings), rec.warnings
+
+
 def test_spot_is_not_a_serving_default_and_says_why_when_picked():
     assert serving.ServeScenario(model=ModelSpec.from_params(8e9)).pricing == ("on-demand",)
     s = serving.ServeScenario(model=ModelSpec.from_params(8e9), pricing=("spot",), accelerators=("h100-sxm",))

@@ -14,6 +14,7 @@ import math
 
 import polars as pl
 
+from workbook.model import cost
 from workbook.present import count, per_million_tokens, price_basis, token_price, usd
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
@@ -105,6 +106,11 @@ def _link_words(o: dict) -> str:
 
 def _warnings(o: dict, scenario) -> list[str]:
     out = [SPOT_WARNING] if o["pricing_model"] == "spot" else []
+    if o["pricing_model"] == "capacity-block":
+        out.append(
+            f"Capacity blocks last at most {cost.CAPACITY_BLOCK_MAX_DAYS} days: a fleet that serves longer must book "
+            "new blocks as they end, at that day's price and availability, or move to a reservation."
+        )
     if o["utilisation"] > o["headroom"] + 1e-9:
         out.append(
             f"Each replica runs at {o['utilisation']:.0%} of its capacity, above the {o['headroom']:.0%} headroom "
