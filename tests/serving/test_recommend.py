@@ -111,6 +111,16 @@ def test_a_fleet_on_capacity_blocks_is_told_they_end():
     assert any("Capacity blocks last at most 182 days" in w for w in rec.warnings), rec.warnings
 
 
+def test_a_fleet_on_a_commitment_is_told_the_whole_term_is_billed():
+    s = serving.ServeScenario(model=ModelSpec.from_params(8e9), pricing=("commit-1y",), requests_per_s=20)
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    line = next(r for r in rec.reasons if r.startswith("Commitment:"))
+    assert "12-month term bills" in line and "fewer months still pays the whole term" in line
+    on_demand = serving.ServeScenario(model=ModelSpec.from_params(8e9), requests_per_s=20)
+    rec = serving.recommend_serving(serving.evaluate_serving(on_demand), on_demand)
+    assert not any(r.startswith("Commitment:") for r in rec.reasons)
+
+
 def test_spot_is_not_a_serving_default_and_says_why_when_picked():
     assert serving.ServeScenario(model=ModelSpec.from_params(8e9)).pricing == ("on-demand",)
     s = serving.ServeScenario(model=ModelSpec.from_params(8e9), pricing=("spot",), accelerators=("h100-sxm",))

@@ -186,7 +186,11 @@ def combined_template() -> alt.LayerChart:
     )
     return alt.layer(bars, message_layer()).properties(
         title=alt.TitleParams(
-            "Train, then serve", subtitle="best GPU and TPU option for each phase, over the chosen months"
+            "Train, then serve",
+            subtitle=[
+                "best GPU and TPU option for each phase, over the chosen months",
+                "a commitment bills its whole term",
+            ],
         ),
         width=WIDTH,
     )

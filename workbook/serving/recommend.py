@@ -132,6 +132,17 @@ def _warnings(o: dict, scenario) -> list[str]:
     return out
 
 
+def _commitment_line(o: dict) -> list[str]:
+    """A commitment bills its whole term whatever the traffic (as a training commitment does)."""
+    term = cost.TERM_MONTHS.get(o["pricing_model"])
+    if term is None:
+        return []
+    return [
+        f"Commitment: the {term}-month term bills {usd(o['usd_per_month'] * term)} in all, whatever the traffic does; "
+        "serving for fewer months still pays the whole term."
+    ]
+
+
 def _latency_line(o: dict, scenario) -> str:
     """The p99 latencies (the statistic targets set) against the targets, and the means."""
 
@@ -314,6 +325,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
         f"{per_million_tokens(best['usd_per_million_tokens_at_full_load'])}.",
         range_line(best),
+        *_commitment_line(best),
     ]
     if best["price_secondary_source"]:
         reasons.append(
