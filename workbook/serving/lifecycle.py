@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from workbook.model.cost import TERM_MONTHS
+from workbook.model.cost import billed_chip_hours
 from workbook.model.units import HOURS_PER_MONTH
 
 
@@ -12,8 +12,7 @@ def train_then_serve(train: pl.DataFrame, serve: pl.DataFrame, months: float) ->
     """Total cost of training on one option and serving on another for ``months``, for the best GPU and TPU
     option of each (the 'train on TPU, serve on GPU' strategy and its alternatives). Serving on a commitment bills
     at least its whole term, as training's does: three months on a 1-year commitment pay twelve."""
-    term_months = pl.col("pricing_model").replace_strict(TERM_MONTHS, default=0, return_dtype=pl.Float64)
-    hours = pl.max_horizontal(pl.lit(float(months)), term_months) * HOURS_PER_MONTH
+    hours = months * HOURS_PER_MONTH
 
     def leaders(frame: pl.DataFrame, cost: pl.Expr, label: str) -> pl.DataFrame:
         best = (
@@ -28,7 +27,8 @@ def train_then_serve(train: pl.DataFrame, serve: pl.DataFrame, months: float) ->
         )
 
     train_best = leaders(train, pl.col("cost_usd"), "train")
-    serve_best = leaders(serve, pl.col("usd_per_hour") * hours, "serve")
+    billed = billed_chip_hours(pl.col("chips"), pl.lit(hours), pl.col("pricing_model"))
+    serve_best = leaders(serve, pl.col("usd_per_chip_hour") * billed, "serve")
     return (
         train_best.join(serve_best, how="cross")
         .with_columns(

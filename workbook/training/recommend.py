@@ -84,7 +84,7 @@ def describe(option: dict) -> str:
         if term
         else ""
     )
-    spread = f" ({_range(option)})" if _range(option) else ""
+    spread = f" ({spread})" if (spread := _range(option)) else ""
     return f"{_head(option)}, {usd(option['cost_usd'])}{bill}{spread}{used}"
 
 
@@ -247,7 +247,7 @@ def _compare(best: dict, other: dict) -> str:
         f"{best['name']} is {_versus(best['cost_usd'], other['amortised_cost_usd'])} than {_head(other)}, on this "
         f"job's {usd(other['amortised_cost_usd'])} share of a {other['term_months']:.0f}-month commitment (if other "
         f"work uses the rest of the term); {_versus(best['cost_usd'], other['cost_usd'])} if the rest goes unused "
-        f"({', '.join(filter(None, (usd(other['cost_usd']) + ' whole-term bill', _range(other))))}).{tail}"
+        f"({usd(other['cost_usd'])} whole-term bill{', ' + spread if (spread := _range(other)) else ''}).{tail}"
     )
 
 
