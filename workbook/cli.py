@@ -28,6 +28,7 @@ from workbook.training import options
 from workbook.training.recommend import recommend, shortest_plan
 from workbook.training.scenario import (
     COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
+    DEFAULT_TARGET_DAYS,
     MFU_OVERRIDE_RANGE,
     PLATFORMS,
     TODAYS_PRACTICE_TOKENS,
@@ -170,7 +171,12 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool 
         p.add_argument("--accelerator", required=True, help="accelerator id (see `accelerators`)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--chips", type=_positive("--chips", integer=True), help="chips to use")
-    group.add_argument("--days", type=_positive("--days"), help="target days (default 30)")
+    group.add_argument(
+        "--days",
+        type=_positive("--days"),
+        help=f"days by which the run must be done, porting included (default {DEFAULT_TARGET_DAYS:g} "
+        "unless --chips is given)",
+    )
     p.add_argument("--framework", choices=FRAMEWORKS, default="pytorch")
     p.add_argument(
         "--current-platform",
@@ -313,6 +319,8 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
     model = _model(args)
     try:
         preset = TODAYS_PRACTICE_TOKENS if args.tokens_preset == "todays-practice" else None
+        # without --chips or --days the default target is a deadline too, as the app's target-days slider is
+        days = args.days if args.days is not None or args.chips is not None else DEFAULT_TARGET_DAYS
         return Scenario(
             model=model,
             tokens=args.tokens or preset or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * model.params,
@@ -320,11 +328,11 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
             current_platform=args.current_platform,
             precision=args.precision or "bf16",
             chips=args.chips,
-            days=args.days,
+            days=days,
             pricing=(args.pricing,) if args.pricing else PRICING_MODELS,
             accelerators=(args.accelerator,) if getattr(args, "accelerator", None) else (),
             # --days is when the run must be done: porting counts against it, options past it are ruled out
-            constraints=Constraints(deadline_days=args.days, clouds=(args.cloud,) if args.cloud else ()),
+            constraints=Constraints(deadline_days=days, clouds=(args.cloud,) if args.cloud else ()),
             assumptions=Assumptions(mfu_override=args.mfu, global_batch_tokens=args.global_batch_tokens),
         )
     except InputError as err:

@@ -90,6 +90,19 @@ def test_train_card_counts_porting_in_the_finish_and_names_the_deadline_risk(cli
     assert "finish_days" in table.split("\n\n")[-1] and "porting_days" in table and "chips" in table
 
 
+def test_without_chips_or_days_the_default_target_is_a_deadline_as_in_the_app(cli):
+    from workbook.training.scenario import DEFAULT_TARGET_DAYS
+
+    # without it the cheapest plan for 70B on 15T tokens was 256 spot TPU v6e finishing in 848 days
+    args = ["compare", "--params", "70e9", "--tokens", "15e12", "--json"]
+    default = json.loads(cli(*args).stdout)
+    explicit = json.loads(cli(*args, "--days", f"{DEFAULT_TARGET_DAYS:g}").stdout)
+    assert default[0] == explicit[0] and default[0]["deadline_days"] == DEFAULT_TARGET_DAYS
+    assert default[0]["feasible"] and default[0]["finish_days"] <= DEFAULT_TARGET_DAYS
+    fixed = json.loads(cli("train", "--params", "70e9", "--accelerator", "h100-sxm", "--chips", "64", "--json").stdout)
+    assert fixed["feasible"] and fixed["deadline_days"] is None and fixed["finish_days"] > DEFAULT_TARGET_DAYS
+
+
 def test_build_prices_help_prints_usage(cli):
     from workbook.catalog import pricebuild
 
@@ -207,7 +220,8 @@ def test_prices_flag_on_train_compare_serve_and_report(cli, tmp_path):
     common = ["--params", "70e9", "--prices", str(mine)]
     train = json.loads(cli("train", *common, "--accelerator", "h100-sxm", "--cloud", "nebius", "--json").stdout)
     assert train["usd_per_chip_hour"] == 0.8 and train["user_price"] is True
-    compare = json.loads(cli("compare", *common, "--pricing", "on-demand", "--json").stdout)
+    # 512 on-demand H100 (the ceiling one buyer rents at once) need about 34 days: a deadline they meet
+    compare = json.loads(cli("compare", *common, "--pricing", "on-demand", "--days", "60", "--json").stdout)
     assert compare[0]["accelerator"] == "h100-sxm" and compare[0]["user_price"] is True
     serve = cli("serve", *common, "--accelerator", "h100-sxm", "--cloud", "nebius")
     assert serve.returncode == 0 and "your price" in serve.stdout

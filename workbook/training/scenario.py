@@ -30,6 +30,7 @@ COMPUTE_OPTIMAL_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022 ("Chinchilla"): th
 # "Today's practice": open models are trained far past compute-optimal. Llama 3 8B and 70B were pretrained on
 # 15T+ tokens, Llama 3.1 405B on 15.6T (Meta, arXiv:2407.21783); DeepSeek-V3 on 14.8T (arXiv:2412.19437).
 TODAYS_PRACTICE_TOKENS = 15e12
+DEFAULT_TARGET_DAYS = 30.0  # when a job is given neither chips nor days: the run must be done within this
 # The team's current platform -> (vendor, kind) of the accelerators it runs on today without porting.
 PLATFORMS = {
     "nvidia": ("nvidia", "gpu"),
@@ -160,7 +161,8 @@ class Scenario:
 
     @property
     def target_days(self) -> float:
-        """Days the sizing aims for when neither chips nor days are given: the deadline, else 30."""
+        """Days the sizing aims for when neither chips nor days are given: the deadline, else
+        :data:`DEFAULT_TARGET_DAYS`."""
         if self.days is not None:
             return self.days
-        return self.constraints.deadline_days or 30.0
+        return self.constraints.deadline_days or DEFAULT_TARGET_DAYS
