@@ -313,10 +313,14 @@ class PlatformPorts(pa.DataFrameModel):
 SERVING_STACKS = ("trtllm", "trtllm-static", "vllm-cuda", "vllm-rocm", "jetstream", "vllm-tpu", "neuron")
 
 
+SUSTAINED_BASES = ("measured", "estimated")
+
+
 class SustainedCompute(pa.DataFrameModel):
     """Dense matrix-multiply rates a chip sustains (max-achievable FLOPs: the best large GEMM at the clock the chip
     holds under that load, below the boost clock its datasheet peak assumes), measured by its vendor, or, for a
-    power-limited sibling of a chip (``relative_to``), by one source on both with the same benchmark."""
+    power-limited sibling of a chip (``relative_to``), by one source on both with the same benchmark, or estimated
+    (``basis``) from such a sibling of the same die at the same watts per SM."""
 
     accelerator_id: str = pa.Field(str_matches=SLUG)  # one of accelerators.csv (checked on load)
     precision: str = pa.Field(isin=("fp16", "bf16", "fp8", "fp4"))
@@ -329,6 +333,9 @@ class SustainedCompute(pa.DataFrameModel):
     source: str = pa.Field(str_length={"min_value": 3})
     as_of: pl.Date
     notes: Optional[str] = pa.Field(nullable=True)
+    # measured: a benchmark ran on this chip; estimated: no measurement found, the rate derived from a measured
+    # sibling of the same die at the same watts per SM (the derivation in notes)
+    basis: str = pa.Field(isin=SUSTAINED_BASES)
 
     class Config:
         strict = True

@@ -15,6 +15,11 @@ H100 PCIe (350 W) against H100 SXM (700 W), torch.mm in BF16: 496 of 756 TFLOPS 
 PCIe, the same card for China, 504: 0.83). H100 SXM's own row is the reference: alone among NVIDIA's, its factor is
 1, as every unmeasured NVIDIA chip's. The ratio is taken for FP8 as well: the clock a power limit holds is the
 chip's, whatever the precision.
+
+Where no measurement of a chip is found, a row may be **estimated** (``basis``) from a measured sibling of the same
+die at the same watts per SM, which holds the same clock: H100 NVL (132 SMs, 400 W) from H100 PCIe (114 SMs,
+350 W), 496 x 132/114 = 574 TFLOPS, factor 0.85. An upper bound: the NVL card's faster HBM3 draws more of its power.
+Each chip's basis is carried (:data:`BASIS_COLUMN`) so an answer can say which it rests on.
 """
 
 from __future__ import annotations
@@ -23,17 +28,19 @@ import polars as pl
 
 PRECISION_PEAK = {"fp8": "fp8_flops_per_s", "bf16": "bf16_flops_per_s"}  # preferred first
 FACTOR_COLUMN = "sustained_compute_factor"
+BASIS_COLUMN = "sustained_compute_basis"  # measured / estimated (data/sustained_compute.csv); null: no row
 
 
 def sustained_compute_factors(accelerators: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFrame:
-    """``accelerator_id`` and :data:`FACTOR_COLUMN` for every chip of ``accelerators`` (1.0 where unmeasured), from
-    the vendor-measured sustained GEMM rates ``measured`` (``data/sustained_compute.csv``)."""
+    """``accelerator_id``, :data:`FACTOR_COLUMN` (1.0 where unmeasured) and :data:`BASIS_COLUMN` for every chip of
+    ``accelerators``, from the sustained GEMM rates ``measured`` (``data/sustained_compute.csv``)."""
     order = list(PRECISION_PEAK)
     peak = pl.coalesce(
         *(pl.when(pl.col("precision") == name).then(pl.col(column)) for name, column in PRECISION_PEAK.items())
     )
-    if "relative_to" not in measured.columns:
-        measured = measured.with_columns(relative_to=pl.lit(None, dtype=pl.String))
+    for column, default in (("relative_to", None), ("basis", "measured")):
+        if column not in measured.columns:
+            measured = measured.with_columns(pl.lit(default, dtype=pl.String).alias(column))
     rows = (
         measured.filter(pl.col("precision").is_in(order))
         .join(accelerators.select("accelerator_id", "vendor", *PRECISION_PEAK.values()), on="accelerator_id")
@@ -58,9 +65,11 @@ def sustained_compute_factors(accelerators: pl.DataFrame, measured: pl.DataFrame
     )
     factors = pl.concat(
         [
-            absolute.select("accelerator_id", FACTOR_COLUMN),
+            absolute.select("accelerator_id", FACTOR_COLUMN, pl.col("basis").alias(BASIS_COLUMN)),
             siblings.select(
-                "accelerator_id", (pl.col("fraction") / pl.col("_ref") * pl.col("_f")).alias(FACTOR_COLUMN)
+                "accelerator_id",
+                (pl.col("fraction") / pl.col("_ref") * pl.col("_f")).alias(FACTOR_COLUMN),
+                pl.col("basis").alias(BASIS_COLUMN),
             ),
         ]
     )

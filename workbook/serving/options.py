@@ -285,6 +285,7 @@ SERVE_COLUMNS = [
     "fp4_fraction",
     "fp4_basis",
     "sustained_compute_factor",
+    "sustained_compute_basis",
     "sequences",
     "chips_per_replica",
     "replicas",

@@ -224,14 +224,20 @@ def _fixed_cost_words(o: dict) -> str:
 
 
 def _sustained_words(o: dict) -> str:
-    """Where the chip's matmuls run at a measured clock of their own (:mod:`workbook.model.sustained`)."""
+    """Where the chip's matmuls run at a clock of their own, measured or estimated (:mod:`workbook.model.sustained`)."""
     factor = o.get("sustained_compute_factor")
     if factor is None or factor == 1.0:
         return ""
+    basis = (
+        "estimated: no measurement of this chip was found, so it is the clock a sibling of the same die was "
+        "measured to hold at the same watts per SM, an upper bound"
+        if o.get("sustained_compute_basis") == "estimated"
+        else "as measured: a vendor's max-achievable FLOPs, or one benchmark run on this chip and its full-power "
+        "sibling"
+    )
     return (
         f"Per unit of datasheet peak, this chip sustains {factor:.2f}x the matmul rate of its vendor's measured chips "
-        "on average (the clock it holds under a dense GEMM at its power limit, as measured: a vendor's max-achievable "
-        "FLOPs, or one benchmark run on this chip and its full-power sibling). "
+        f"on average (the clock it holds under a dense GEMM at its power limit, {basis}). "
     )
 
 
