@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 
 from workbook import serving
+from workbook.catalog.loading import LARGE_ORDER_CHIPS, capacity_to_confirm
 from workbook.errors import InputError
 from workbook.model.spec import ModelSpec
 from workbook.serving import recommend
@@ -100,8 +101,22 @@ def test_a_fleet_larger_than_a_cloud_rents_on_demand_is_ruled_out_as_a_training_
     assert (len(near) == 1) == (rec.best["chips"] > 256), rec.warnings
     small = serving.ServeScenario(model=ModelSpec.from_params(70e9), requests_per_s=10)
     assert not any("Capacity:" in w for w in serving.recommend_serving(serving.evaluate_serving(small), small).warnings)
-    reserved = serving.evaluate_serving(dataclasses.replace(big, pricing=("reserved-contract",)))
+    contract = dataclasses.replace(big, pricing=("reserved-contract",))
+    reserved = serving.evaluate_serving(contract)
     assert reserved.filter((pl.col("chips") > 512) & pl.col("feasible")).height > 0
+    # Where the pricing states no ceiling a fleet above 256 chips is still an order to confirm, as a training job's is
+    pick = serving.recommend_serving(reserved, contract)
+    assert pick.best["chips"] > LARGE_ORDER_CHIPS and pick.best["capacity_max_chips"] is None
+    line = f"Capacity: {pick.best['chips']:,} chips on {pick.best['cloud']} reserved-contract is a large order"
+    assert any(w.startswith(line) for w in pick.warnings), pick.warnings
+
+
+@pytest.mark.parametrize(
+    ("chips", "ceiling", "confirm"),
+    [(256, 512, False), (257, 512, True), (128, 256, False), (129, 256, True), (256, None, False), (257, None, True)],
+)
+def test_one_rule_says_when_an_order_is_large_enough_to_confirm(chips, ceiling, confirm):
+    assert capacity_to_confirm(chips, ceiling) is confirm
 
 
 def test_a_fleet_on_capacity_blocks_is_told_they_end():

@@ -196,6 +196,21 @@ def over_capacity(chips: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     )
 
 
+# An order to confirm with the provider before committing: above half of what its cloud rents at once without a
+# reservation, or, where the pricing states no ceiling (commitments, contracts), above the smallest ceiling in
+# data/capacity.csv (spot: 256 chips). The same rule for a training job and a serving fleet.
+NEAR_CAPACITY = 0.5
+LARGE_ORDER_CHIPS = 256
+
+
+def capacity_to_confirm(chips: int, ceiling: int | None) -> bool:
+    """Whether ``chips`` on one cloud under one pricing model (``ceiling``: what it rents at once without a
+    reservation, None where the table states none) is an order to confirm the provider can deliver."""
+    if ceiling is not None:
+        return chips > NEAR_CAPACITY * ceiling
+    return chips > LARGE_ORDER_CHIPS
+
+
 def _line(index: int | None) -> str:
     return "header" if index is None else f"line {index + 2}"
 

@@ -14,13 +14,13 @@ import math
 
 import polars as pl
 
+from workbook.catalog import capacity_to_confirm
 from workbook.model import cost
 from workbook.present import count, per_million_tokens, price_basis, token_price, usd
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
 
 EDGE_FRACTION = 0.9  # a latency at 90%+ of its target is "at the edge"
-NEAR_CAPACITY = 0.5  # a fleet above half of what its cloud rents at once without a reservation: confirm it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,11 +123,14 @@ def _warnings(o: dict, scenario) -> list[str]:
         if target is not None and value >= EDGE_FRACTION * target:
             out.append(f"At the edge: the {label} ({value:,.0f} ms) is within 10% of the {target:,.0f} ms target.")
     ceiling = o.get("capacity_max_chips")
-    if ceiling is not None and o["chips"] > NEAR_CAPACITY * ceiling:
+    if capacity_to_confirm(o["chips"], ceiling):
         out.append(
             f"Capacity: {o['chips']:,} chips on {o['cloud']} {o['pricing_model']} is {o['chips'] / ceiling:.0%} of the "
             f"{ceiling:,} one buyer can rent there at once without a reservation ({o['capacity_basis']}): confirm the "
             "provider can deliver them, or reserve them."
+            if ceiling is not None
+            else f"Capacity: {o['chips']:,} chips on {o['cloud']} {o['pricing_model']} is a large order: confirm the "
+            "provider can deliver them all before you commit."
         )
     return out
 

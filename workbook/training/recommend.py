@@ -188,7 +188,8 @@ def _main_risk(best: dict) -> str:
             f"Main risk: speed. No published training run on {best['name']} calibrates it; its MFU is a proxy "
             f"({best['mfu_basis'].split(' (')[0]}), so time and cost could be off by the range shown."
         )
-    if best["max_job_basis"] != "job" or best["capacity_basis"] == "assumption" or best["chips"] > 256:
+    large = catalog_mod.capacity_to_confirm(best["chips"], best.get("capacity_max_chips"))
+    if best["max_job_basis"] != "job" or best["capacity_basis"] == "assumption" or large:
         return (
             f"Main risk: capacity. {best['chips']:,} {best['name']} {best['pricing_model']} on {best['cloud']} "
             f"(largest documented job {best['max_job_chips']:,}, {best['max_job_basis']}); confirm the provider "
