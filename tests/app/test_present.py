@@ -55,3 +55,15 @@ def test_no_inline_styles_and_every_class_is_styled():
     assert {"wb-card", "wb-headline", "wb-table", "wb-muted", "wb-more", "wb-error", "wb-info"} <= classes
     css = present.css()
     assert [c for c in classes if f".{c}" not in css] == []
+
+
+def test_the_serving_table_marks_a_large_order_as_the_card_warns_for_the_pick():
+    from workbook import serving
+
+    # 70B at 500 req/s on a reserved contract (no ceiling stated): fleets of 68 to 1,056 chips when written
+    s = serving.ServeScenario(model=ModelSpec.from_params(70e9), requests_per_s=500, pricing=("reserved-contract",))
+    frame = serving.evaluate_serving(s).filter(pl.col("feasible"))
+    html = views.serving_table(frame, limit=frame.height)
+    large = frame.filter(pl.col("chips") > 256).height
+    assert 0 < large < frame.height
+    assert html.count("<td>ok; a large order: confirm the provider can deliver it</td>") == large

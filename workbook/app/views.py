@@ -10,6 +10,7 @@ import html
 import polars as pl
 
 from workbook import present
+from workbook.catalog import capacity_to_confirm
 from workbook.present import days, usd
 from workbook.training.recommend import UNNAMED_REGIONS, Recommendation
 
@@ -185,12 +186,22 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
             f"{r['ttft_ms']:,.0f} ms, {r['tpot_ms']:.1f} ms",
             "–" if r["usd_per_million_tokens"] is None else f"${r['usd_per_million_tokens']:,.2f}",
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
-            "ok" if r["feasible"] else r["infeasible_reason"],
+            _serving_status(r),
         ]
         for r in shown
     ]
     muted = [not r["feasible"] for r in shown]
     return present.table(head, rows, css_class="wb-table wb-serve-table", muted=muted, filter_name="serving")
+
+
+def _serving_status(option: dict) -> str:
+    """ok, ok with an order to confirm (as the card warns for the pick: :func:`workbook.catalog.capacity_to_confirm`),
+    or why the option is ruled out."""
+    if not option["feasible"]:
+        return option["infeasible_reason"]
+    if capacity_to_confirm(option["chips"], option.get("capacity_max_chips")):
+        return "ok; a large order: confirm the provider can deliver it"
+    return "ok"
 
 
 def share_link(query: str, app_url: str = "") -> str:
