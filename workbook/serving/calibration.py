@@ -91,8 +91,11 @@ STACK_NAMES = {
 VENDORS = {stack: vendor for (vendor, _), stack in STACKS.items()} | {"trtllm-static": "nvidia"}
 ALLREDUCE_RANGE = (0.05, 1.0)  # all-reduce efficiencies searched: a twentieth of the link to all of it
 PROXIES = {
-    "vllm-tpu": ("jetstream", "no published vLLM-TPU result in the dataset: JetStream's efficiency is used"),
-    "neuron": ("vllm-cuda", "no published Trainium serving result in the dataset: vLLM on CUDA's efficiency is used"),
+    "vllm-tpu": ("jetstream", "borrowed from JetStream's results (no published vLLM-TPU result in the dataset)"),
+    "neuron": (
+        "vllm-cuda",
+        "borrowed from vLLM on CUDA's results (no published Trainium serving result in the dataset)",
+    ),
 }
 
 
