@@ -185,8 +185,10 @@ def test_serve_view_wiring(dash):
     assert (
         "No accelerator meets these targets" in dash.serve.card.value and "even one sequence" in dash.serve.card.value
     )
+    # Train, then serve says which phase has nothing to total
+    assert dash.serve.charts.datasets["combined"]["message"][0]["text"].startswith("No serving option meets")
     dash.serve.controls["tpot_ms"].value = 10
-    assert dash.serve.charts.datasets["combined"]["combos"]
+    assert dash.serve.charts.datasets["combined"]["combos"] and not dash.serve.charts.datasets["combined"]["message"]
 
 
 def test_serve_tab_serves_the_train_tabs_model_unless_overridden(dash):

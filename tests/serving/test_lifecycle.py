@@ -7,7 +7,7 @@ from workbook import serving
 from workbook.model.spec import ModelSpec
 from workbook.model.units import HOURS_PER_MONTH
 from workbook.training import options
-from workbook.training.scenario import Scenario
+from workbook.training.scenario import Constraints, Scenario
 
 
 @pytest.fixture(scope="module")
@@ -38,3 +38,14 @@ def test_serving_on_a_commitment_bills_its_whole_term_when_served_for_less(train
         assert frame.height and frame["serve_option"].str.contains("commit-1y").all()
     assert short["serve_usd"].to_list() == pytest.approx(year["serve_usd"].to_list())  # three months pay twelve
     assert longer["serve_usd"].to_list() == pytest.approx([v * 18 / 12 for v in year["serve_usd"]])
+
+
+def test_when_there_is_nothing_to_total_it_says_which_phase_has_no_option(train):
+    serve = _serve("on-demand")
+    assert serving.nothing_to_total(train, serve) is None
+    deadline = Constraints(deadline_days=30)  # 405B on 15T tokens: no plan finishes in 30 days
+    late = options.evaluate(Scenario(model=ModelSpec.from_params(405e9), tokens=15e12, days=30, constraints=deadline))
+    assert serving.train_then_serve(late, serve, 3).height == 0
+    assert serving.nothing_to_total(late, serve).startswith("No training plan meets")
+    none_served = serve.with_columns(feasible=pl.lit(False))
+    assert serving.nothing_to_total(train, none_served).startswith("No serving option meets")

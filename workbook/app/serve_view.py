@@ -221,7 +221,7 @@ class ServeView:
         self.recommendation = serving.recommend_serving(frame, scenario)
         self.card.value = views.serving_card(self.recommendation, self._phases())
         self.table.value = views.serving_table(frame)
-        self.charts.datasets = cs.tab_datasets(frame, scenario, self.catalog, self._combos())
+        self.charts.datasets = cs.tab_datasets(frame, scenario, self.catalog, *self._combos())
 
     def _phases(self) -> str:
         """'Train, then serve' in words: which model each phase uses."""
@@ -235,9 +235,13 @@ class ServeView:
             + "."
         )
 
-    def _combos(self) -> pl.DataFrame | None:
+    def _combos(self) -> tuple[pl.DataFrame | None, str | None]:
+        """Train, then serve's totals (None before the Train tab has a plan) and, when there are none, why."""
         train = self.train_frame()
-        return None if train is None else serving.train_then_serve(train, self.frame, self.controls["months"].value)
+        if train is None:
+            return None, None
+        months = self.controls["months"].value
+        return serving.train_then_serve(train, self.frame, months), serving.nothing_to_total(train, self.frame)
 
     def refresh_combined(self) -> None:
         """The training view changed: the served model follows it unless overridden; otherwise only the
@@ -249,5 +253,5 @@ class ServeView:
         ):
             self.update()
         elif self.frame is not None:
-            self.charts.datasets = {**self.charts.datasets, "combined": cs.combined_datasets(self._combos())}
+            self.charts.datasets = {**self.charts.datasets, "combined": cs.combined_datasets(*self._combos())}
             self.card.value = views.serving_card(self.recommendation, self._phases())

@@ -6,6 +6,7 @@ The markup and the number formats come from :mod:`workbook.present`; the styles 
 from __future__ import annotations
 
 import html
+import math
 
 import polars as pl
 
@@ -183,7 +184,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
             _pricing(r),
             _replicas_cell(r),
             f"{r['utilisation']:.0%}" if r["feasible"] else "–",
-            f"{r['ttft_ms']:,.0f} ms, {r['tpot_ms']:.1f} ms",
+            _latency_cell(r),
             "–" if r["usd_per_million_tokens"] is None else f"${r['usd_per_million_tokens']:,.2f}",
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
             _serving_status(r),
@@ -192,6 +193,14 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
     ]
     muted = [not r["feasible"] for r in shown]
     return present.table(head, rows, css_class="wb-table wb-serve-table", muted=muted, filter_name="serving")
+
+
+def _latency_cell(option: dict) -> str:
+    """p99 first token and per token; a dash for either where no load can run (an infinite queue)."""
+    ttft, tpot = option["ttft_ms"], option["tpot_ms"]
+    first = f"{ttft:,.0f} ms" if ttft is not None and math.isfinite(ttft) else "–"
+    per_token = f"{tpot:,.1f} ms" if tpot is not None and math.isfinite(tpot) else "–"
+    return f"{first}, {per_token}"
 
 
 def _serving_status(option: dict) -> str:

@@ -196,9 +196,10 @@ def combined_template() -> alt.LayerChart:
     )
 
 
-def combined_datasets(combos: pl.DataFrame | None) -> dict[str, list[dict]]:
+def combined_datasets(combos: pl.DataFrame | None, empty: str | None = None) -> dict[str, list[dict]]:
+    """The train-then-serve totals; with none, ``empty`` (why: :func:`workbook.serving.lifecycle.nothing_to_total`)."""
     if combos is None or combos.height == 0:
-        return {"combos": [], "message": message_rows("Needs a feasible training and serving option")}
+        return {"combos": [], "message": message_rows(empty or "Needs a feasible training and serving option")}
     ranked = combos.with_row_index("rank")
     long = pl.concat(
         [
@@ -254,10 +255,14 @@ CURVE_OPTIONS = 3  # cheapest accelerators drawn on the throughput-vs-latency ch
 
 
 def tab_datasets(
-    frame: pl.DataFrame, scenario: serving.ServeScenario, catalog, combos: pl.DataFrame | None
+    frame: pl.DataFrame,
+    scenario: serving.ServeScenario,
+    catalog,
+    combos: pl.DataFrame | None,
+    combos_empty: str | None = None,
 ) -> dict[str, dict]:
     """Every Serve-tab chart's datasets: ``frame`` from ``serving.evaluate_serving``, ``combos`` from
-    ``serving.train_then_serve`` (None until a training frame exists)."""
+    ``serving.train_then_serve`` (None until a training frame exists) and why it is empty (``combos_empty``)."""
     best = best_options(frame)
     key = ranking(best)  # one shape per option across the tab's charts
     curve = serving.batch_curve(scenario, best.head(CURVE_OPTIONS), catalog)
@@ -265,5 +270,5 @@ def tab_datasets(
         "price": price_datasets(frame),
         "tradeoff": tradeoff_datasets(curve, scenario.tpot_ms, key),
         "memory": training.memory_datasets(memory_long(frame), key),
-        "combined": combined_datasets(combos),
+        "combined": combined_datasets(combos, combos_empty),
     }

@@ -1,7 +1,7 @@
 """Serving: scenario -> calibration per software stack -> replica sizing -> recommendation, and validation."""
 
 from workbook.serving.calibration import STACK_NAMES, ServingEfficiency, calibrate
-from workbook.serving.lifecycle import train_then_serve
+from workbook.serving.lifecycle import nothing_to_total, train_then_serve
 from workbook.serving.options import SERVE_COLUMNS, batch_curve, best_configs, evaluate_serving
 from workbook.serving.recommend import ServingRecommendation, recommend_serving
 from workbook.serving.scenario import (
@@ -37,6 +37,7 @@ __all__ = [
     "default_kv_heads",
     "default_kv_precision",
     "evaluate_serving",
+    "nothing_to_total",
     "recommend_serving",
     "train_then_serve",
     "validate",

@@ -7,6 +7,20 @@ import polars as pl
 from workbook.model.cost import billed_chip_hours
 from workbook.model.units import HOURS_PER_MONTH
 
+LEADING_KINDS = ["gpu", "tpu"]  # the strategies compared: train on GPU or TPU, serve on GPU or TPU
+
+
+def nothing_to_total(train: pl.DataFrame, serve: pl.DataFrame) -> str | None:
+    """Why :func:`train_then_serve` has nothing to total, in plain words (None when it has): the phase with no
+    feasible GPU or TPU option (the Train tab's card says what to relax)."""
+    for frame, words in (  # short: the chart's empty-state line
+        (train, "No training plan meets the Train tab's limits"),
+        (serve, "No serving option meets these targets"),
+    ):
+        if frame.filter(pl.col("feasible") & pl.col("kind").is_in(LEADING_KINDS)).height == 0:
+            return words
+    return None
+
 
 def train_then_serve(train: pl.DataFrame, serve: pl.DataFrame, months: float) -> pl.DataFrame:
     """Total cost of training on one option and serving on another for ``months``, for the best GPU and TPU
@@ -16,7 +30,7 @@ def train_then_serve(train: pl.DataFrame, serve: pl.DataFrame, months: float) ->
 
     def leaders(frame: pl.DataFrame, cost: pl.Expr, label: str) -> pl.DataFrame:
         best = (
-            frame.filter(pl.col("feasible") & pl.col("kind").is_in(["gpu", "tpu"]))
+            frame.filter(pl.col("feasible") & pl.col("kind").is_in(LEADING_KINDS))
             .sort(cost)
             .unique("kind", keep="first", maintain_order=True)
         )
