@@ -7,7 +7,8 @@ import polars as pl
 from workbook.model.cost import billed_chip_hours
 from workbook.model.units import HOURS_PER_MONTH
 
-LEADING_KINDS = ["gpu", "tpu"]  # the strategies compared: train on GPU or TPU, serve on GPU or TPU
+# the options a strategy may pick: feasible, on GPU or TPU (train on either, serve on either)
+CANDIDATES = pl.col("feasible") & pl.col("kind").is_in(["gpu", "tpu"])
 
 
 def nothing_to_total(train: pl.DataFrame, serve: pl.DataFrame) -> str | None:
@@ -17,7 +18,7 @@ def nothing_to_total(train: pl.DataFrame, serve: pl.DataFrame) -> str | None:
         (train, "No training plan meets the Train tab's limits"),
         (serve, "No serving option meets these targets"),
     ):
-        if frame.filter(pl.col("feasible") & pl.col("kind").is_in(LEADING_KINDS)).height == 0:
+        if frame.filter(CANDIDATES).height == 0:
             return words
     return None
 
@@ -29,11 +30,7 @@ def train_then_serve(train: pl.DataFrame, serve: pl.DataFrame, months: float) ->
     hours = months * HOURS_PER_MONTH
 
     def leaders(frame: pl.DataFrame, cost: pl.Expr, label: str) -> pl.DataFrame:
-        best = (
-            frame.filter(pl.col("feasible") & pl.col("kind").is_in(LEADING_KINDS))
-            .sort(cost)
-            .unique("kind", keep="first", maintain_order=True)
-        )
+        best = frame.filter(CANDIDATES).sort(cost).unique("kind", keep="first", maintain_order=True)
         return best.select(
             pl.col("kind").alias(f"{label}_kind"),
             pl.format("{} ({}, {})", "name", "cloud", "pricing_model").alias(f"{label}_option"),
