@@ -410,13 +410,17 @@ def test_one_gh200_144gb_is_held_out_with_its_latencies(validated):
     # Offline 0.97x, Server 1.00x; at the model's highest load within the limits, first token 1.01x / 0.83x and per
     # token 1.12x / 1.04x, mean / p99). Its Server run went to 95% of its Offline throughput, where QCT's 96 GB one
     # stopped at 84%.
-    rows = validated.filter(pl.col("run_id").str.contains("-gh200-144gbx1-"))
-    assert rows.height == 6 and rows["predicted_value"].is_not_null().all()
-    assert set(rows["accelerator_id"]) == {"gh200-144gb"}
-    throughput = rows.filter(pl.col("measure") == "tokens_per_s")
-    assert (throughput["abs_error"] <= math.log(1.1)).all()
-    latency = rows.filter(pl.col("measure") != "tokens_per_s")
-    assert latency.height == 4 and (latency["abs_error"] <= validation.TARGET_LATENCY).all()
+    # NVIDIA's MLPerf v5.0 result on the same chip (v5.0 code: chunked prefill, 1,536 tokens a step) is the newer:
+    # Offline 0.95x, Server 1.01x, its four latencies within 30% (1.22x / 1.18x first token, 1.14x / 1.12x per token,
+    # mean / p99; measured when written).
+    for prefix in ("mlperf41-gh200-144gbx1-", "mlperf50-gh200-144gbx1-"):
+        rows = validated.filter(pl.col("run_id").str.starts_with(prefix))
+        assert rows.height == 6 and rows["predicted_value"].is_not_null().all()
+        assert set(rows["accelerator_id"]) == {"gh200-144gb"}
+        throughput = rows.filter(pl.col("measure") == "tokens_per_s")
+        assert (throughput["abs_error"] <= math.log(1.1)).all()
+        latency = rows.filter(pl.col("measure") != "tokens_per_s")
+        assert latency.height == 4 and (latency["abs_error"] <= validation.TARGET_LATENCY).all()
 
 
 def test_deepseek_r1_with_latent_attention_and_its_experts_split_is_held_out(validated):
@@ -474,14 +478,19 @@ def test_h100_nvl_is_held_out_and_its_cost_range_carries_its_own_result(validate
     assert (throughput["error"] > 0).all() and (throughput["abs_error"] <= math.log(1.2)).all()
     latency = newer.filter(pl.col("measure") != "tokens_per_s")
     assert latency.height == 4 and (latency["abs_error"] <= validation.TARGET_LATENCY).all()
-    server = math.exp(-throughput.filter(pl.col("scenario") == "server")["error"].max())
+    # Cisco's two H100 NVL of v5.0 ran one card per engine (TP1, like Lenovo's): 70B's 69 GB of FP8 weights leave a
+    # 94 GB card room for ~340 sequences' KV cache, where Fujitsu's TP2 engines hold their 1,300-sequence limit. Its
+    # Offline 1.52x and 1.47x (two servers), Server 1.66x over (measured when written): the chip's widest miss.
+    tp1 = validated.filter(pl.col("run_id").str.contains("mlperf50-cisco-") & (pl.col("measure") == "tokens_per_s"))
+    assert tp1.height == 3 and (tp1["error"] > throughput["error"].max()).all()
+    server = math.exp(-tp1.filter(pl.col("scenario") == "server")["error"].max())
     s = serving.ServeScenario(
         model=ModelSpec.from_params(70e9), requests_per_s=10, accelerators=("h100-nvl",), pricing=("on-demand",)
     )
     pick = serving.evaluate_serving(s, cat).filter(pl.col("feasible")).row(0, named=True)
     assert pick["cloud"] == "azure" and pick["model_error_scope"] == "chip"
-    assert math.exp(-pick["model_error_high"]) == pytest.approx(server, rel=0.01)  # v5.0's Server: 0.86x predicted
-    assert pick["usd_per_million_tokens_high"] > 1.15 * pick["usd_per_million_tokens"]
+    assert math.exp(-pick["model_error_high"]) == pytest.approx(server, rel=0.01)  # Cisco's Server: 0.60x predicted
+    assert pick["usd_per_million_tokens_high"] > 1.6 * pick["usd_per_million_tokens"]
 
 
 def test_h100_pcie_without_nvlink_at_its_power_limited_clock_is_held_out(validated, cat):
@@ -669,18 +678,19 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     v50_tpot = latency.filter(
         (pl.col("round") == "MLPerf v5.0") & (pl.col("measure") == "tpot_ms") & pl.col("run_id").str.contains("llama2")
     )
-    nvidia = v50_tpot.filter(~pl.col("run_id").str.contains("fujitsu|qct"))
+    nvidia = v50_tpot.filter(~pl.col("run_id").str.contains("fujitsu|qct|cisco|gh200-144gb"))
     assert nvidia.height == 12 and nvidia["within_target"].all()  # H100, H200 (FP8), B200 (FP4); both limits
-    # Partners' v5.0 runs (added after the rows above): Fujitsu's eight H100 NVL Interactive within 30% (2 of 2);
-    # QCT's four H100 PCIe (1.46x / 1.36x, mean / p99) and one GH200 96GB (1.47x / 1.43x) Server runs stopped at 51%
-    # and 66% of the model's highest load, below their limits (measured when written).
-    assert v50_tpot.height == 18 and v50_tpot["within_target"].sum() == 14
+    # Added after the rows above: NVIDIA's one GH200 144GB (2 of 2 within 30%) and partners' runs: Fujitsu's eight H100
+    # NVL Interactive (2 of 2); QCT's four H100 PCIe (1.46x / 1.36x, mean / p99), QCT's one GH200 96GB (1.47x / 1.43x)
+    # and Cisco's two H100 NVL (1.46x / 1.32x), whose Server runs stopped at 51%, 66% and 46% of the model's highest
+    # load, below their limits (measured when written).
+    assert v50_tpot.height == 22 and v50_tpot["within_target"].sum() == 16
     interactive = latency.filter((pl.col("tpot_limit_ms") == 40) & pl.col("run_id").str.contains("llama2"))
     assert interactive.height == 48 and interactive["within_target"].sum() >= 45
     server = latency.filter((pl.col("tpot_limit_ms") == 200) & pl.col("run_id").str.contains("llama2"))
     # 57 with the step ahead of vLLM's async scheduling in MI355X's runs (their p99 first tokens 0.87-1.01x, from
     # 0.71-0.92x; their means 1.17-1.43x, from 0.94-1.08x: v6.1's two means cross the line, v6.0's p99 comes in).
-    assert server.height == 100 and server["within_target"].sum() >= 59
+    assert server.height == 108 and server["within_target"].sum() >= 63
     assert latency["within_target"].sum() >= 164
     near = latency["error_near_max"].abs() <= validation.TARGET_LATENCY
     assert near.sum() >= 173
