@@ -47,8 +47,12 @@ error on the system into a several-fold latency error
 (H100 v4.1 Llama 2 70B: published load 0.77 of the model's capacity, TPOT 79 ms predicted vs 155 ms published).
 Under tight limits the latencies are set by the limits, and the throughput row is the test: the load the model
 reaches within them. Measured with the formulas checked against the engine's simulation (:func:`against_simulation`)
-and each step's fixed cost charged per layer: 183 of the 272 MLPerf rows within 30% at the edge, 197 at 1% less
-traffic, with MLPerf v5.1's and v6.0's DeepSeek-R1 (19 of 28: the time per token 10 of 14; the first token 9 of 14,
+and each step's fixed cost charged per layer: 193 of the 292 MLPerf rows within 30% at the edge, 211 at 1% less
+traffic, with MLPerf v5.0's runs of server makers and NVIDIA's one GH200 144GB on the chips whose newest Llama 2 70B
+result was v4.1's (Fujitsu's eight H100 NVL Interactive 4 of 4, NVIDIA's GH200 144GB 4 of 4, QCT's four H100 PCIe 2
+of 4, QCT's GH200 96GB 0 of 4 and Cisco's two H100 NVL 0 of 4, their Server runs stopped at 46-66% of the model's
+highest load; 183 of 272 and 197 before them), with MLPerf v5.1's and v6.0's DeepSeek-R1 (19 of 28: the time per
+token 10 of 14; the first token 9 of 14,
 v6.0's 8 of 8, 0.79x-1.26x, as the engine holds a new prompt until each rank of its data-parallel attention has one or
 its published timeout, :func:`workbook.serving.replica.balance_hold_steps`, and its overlap scheduler has made the
 next batch before the prompt arrives, ``schedule_ahead``; 0 of 14, 0.08x-0.36x, without the hold, v6.0's 7 of 8
