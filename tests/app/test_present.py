@@ -69,6 +69,17 @@ def test_the_serving_table_marks_a_large_order_as_the_card_warns_for_the_pick():
     assert html.count("<td>ok; a large order: confirm the provider can deliver it</td>") == large
 
 
+def test_the_training_table_marks_a_large_order_as_the_card_warns_for_the_pick():
+    # 8B on 5T tokens in 30 days, on reserved contracts (no ceiling stated): plans of 104 to 704 chips when written
+    s = Scenario(model=ModelSpec.from_params(8e9), tokens=5e12, days=30, pricing=("reserved-contract",))
+    frame = options.evaluate(s).filter(pl.col("feasible"))
+    html = views.option_table(frame, limit=frame.height)
+    large = frame.filter(pl.col("chips") > 256).height
+    assert 0 < large < frame.height
+    assert html.count(">ok; a large order: confirm the provider can deliver it</td>") == large
+    assert html.count(">ok</td>") == frame.height - large
+
+
 def test_the_serving_table_shows_no_infinite_latency():
     from workbook import serving
 

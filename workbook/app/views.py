@@ -69,7 +69,7 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
             else "–",
             present.energy(r["energy_kwh"], r["co2e_kg"]) if r["chips"] else "–",
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
-            "ok" if r["feasible"] else (r["infeasible_reason"] or ""),
+            _status(r),
         ]
         for r in shown
     ]
@@ -94,7 +94,7 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
             r["cost_usd"],
             r["energy_kwh"] if r["chips"] else None,
             r["memory_per_chip_gb"],
-            "0 ok" if r["feasible"] else "1 " + (r["infeasible_reason"] or ""),
+            ("0 " if r["feasible"] else "1 ") + _status(r),
         ]
         for r in shown
     ]
@@ -187,7 +187,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
             _latency_cell(r),
             "–" if r["usd_per_million_tokens"] is None else f"${r['usd_per_million_tokens']:,.2f}",
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
-            _serving_status(r),
+            _status(r),
         ]
         for r in shown
     ]
@@ -203,11 +203,11 @@ def _latency_cell(option: dict) -> str:
     return f"{first}, {per_token}"
 
 
-def _serving_status(option: dict) -> str:
-    """ok, ok with an order to confirm (as the card warns for the pick: :func:`workbook.catalog.capacity_to_confirm`),
-    or why the option is ruled out."""
+def _status(option: dict) -> str:
+    """A training plan's or serving fleet's status: ok, ok with an order to confirm (as the card warns for the pick:
+    :func:`workbook.catalog.capacity_to_confirm`), or why the option is ruled out."""
     if not option["feasible"]:
-        return option["infeasible_reason"]
+        return option["infeasible_reason"] or ""
     if capacity_to_confirm(option["chips"], option.get("capacity_max_chips")):
         return "ok; a large order: confirm the provider can deliver it"
     return "ok"
