@@ -11,6 +11,7 @@ include.
 from __future__ import annotations
 
 import html
+import math
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -70,10 +71,15 @@ def price_basis(option: dict, pick: str = "median") -> str:
 
 
 def token_price(value: float | None) -> str:
-    """$0.28: a price per million tokens (cents below $10, whole dollars above)."""
+    """$0.28, $0.055: a price per million tokens, cents below $10 (two significant figures at least, so that
+    $0.055 and $0.062 do not both read $0.06), whole dollars above."""
     if value is None:
         return "n/a"
-    return f"${value:,.2f}" if value < 10 else usd(value)
+    shown = float(f"{value:.2g}")  # two significant figures, rounded first: 0.0999 reads $0.10
+    if shown >= 10:
+        return usd(value)
+    decimals = max(2, 1 - math.floor(math.log10(shown))) if shown > 0 else 2
+    return f"${value:,.{decimals}f}"
 
 
 def per_million_tokens(value: float | None) -> str:

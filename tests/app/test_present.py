@@ -19,6 +19,14 @@ def test_money_days_and_plurals():
     assert present.count(2, "replica") == "2 replicas" and present.count(3, "box", "boxes") == "3 boxes"
 
 
+def test_token_prices_keep_two_significant_figures_so_a_saving_shows():
+    # 8B at 200 requests/s: $0.055 and $0.062 per million output tokens, "12% cheaper", once both read "$0.06".
+    assert present.token_price(0.055) == "$0.055" and present.token_price(0.0623) == "$0.062"
+    assert present.token_price(0.69) == "$0.69" and present.token_price(9.94) == "$9.94"
+    assert present.token_price(0.0999) == "$0.10" and present.token_price(9.996) == "$10"
+    assert present.token_price(23.4) == "$23" and present.token_price(0) == "$0.00"
+
+
 def test_table_escapes_cells_and_greys_muted_rows():
     text = present.table(["A", "B"], [["<x>", 1], ["y", 2]], muted=[False, True])
     assert "&lt;x&gt;" in text and "<x>" not in text

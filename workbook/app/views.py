@@ -185,7 +185,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
             _replicas_cell(r),
             f"{r['utilisation']:.0%}" if r["feasible"] else "–",
             _latency_cell(r),
-            "–" if r["usd_per_million_tokens"] is None else f"${r['usd_per_million_tokens']:,.2f}",
+            "–" if r["usd_per_million_tokens"] is None else present.token_price(r["usd_per_million_tokens"]),
             f"{r['memory_per_chip_gb']:.0f} / {r['hbm_gb']:.0f} GB" if r["memory_per_chip_gb"] is not None else "–",
             _status(r),
         ]
