@@ -64,10 +64,26 @@ def test_empty_frame_shows_message_not_blank():
     assert data["options"] == [] and data["message"][0]["text"].startswith("No option")
 
 
+def test_the_size_chart_ends_a_line_where_the_option_cannot_get_the_chips_for_the_target_days(frame):
+    # 20 tokens a parameter in 30 days on demand, on the cheapest option (MI300X on tensorwave, at most 512 chips
+    # without a reservation): 100B and 1T need more chips than that, and the sweep plans them at 512 (73 days and
+    # 20 years of training). The chart drew those points as "chips needed for the target days" and their costs;
+    # now the line ends before them.
+    best = charts.best_options(frame.filter(pl.col("sweep") == "main"))
+    sweep = options.picked(frame.filter(pl.col("sweep") == "params"), best.head(1))  # one option, as the app draws
+    capped = sweep.filter(pl.col("feasible") & pl.col("chips_capped"))
+    assert capped["params"].to_list() == [1e11, 1e12] and capped["train_days"].min() > 60
+    points = pl.DataFrame(charts.size_datasets(sweep, 70e9)["points"])
+    assert points["params"].to_list() == [1e9, 1e10]
+    kept = sweep.join(points.select("params", "chips"), on=["params", "chips"], how="semi")
+    assert kept.height == 2 and kept["train_days"].max() <= 30 * 1.001
+
+
 def test_crossing_found_between_two_lines():
     frame = pl.DataFrame(
         {
             "feasible": [True] * 6,
+            "chips_capped": [False] * 6,
             "name": ["A"] * 3 + ["B"] * 3,
             "cloud": ["x"] * 6,
             "pricing_model": ["od"] * 6,

@@ -323,15 +323,23 @@ def size_template() -> alt.HConcatChart:
             TITLES["size"],
             subtitle=[
                 "leading GPU and TPU options, sized for the target days; dashed = your model",
-                "purple = where the cheaper option flips; a line ends where no documented job is big enough",
+                "purple = where the cheaper option flips",
+                "a line ends where the option cannot get enough chips to finish in the target days",
             ],
         )
     )
 
 
+def sized_for_target(sweep_frame: pl.DataFrame) -> pl.DataFrame:
+    """The sweep's points an option can size for the target days: feasible, and not held to fewer chips than the
+    target needs (the largest documented job, or the chips its cloud rents without a reservation). Beyond them the
+    option would take longer than the target, so its line ends there."""
+    return sweep_frame.filter(pl.col("feasible") & ~pl.col("chips_capped"))
+
+
 def crossings(sweep_frame: pl.DataFrame) -> pl.DataFrame:
     """Model sizes (geometric midpoints) where the cheaper of two options changes."""
-    data = with_option(sweep_frame.filter(pl.col("feasible")))
+    data = with_option(sized_for_target(sweep_frame))
     options = data["option"].unique(maintain_order=True).to_list()
     if len(options) != 2:
         return pl.DataFrame(schema={"params": pl.Float64, "text": pl.String})
@@ -355,7 +363,7 @@ def size_datasets(
     sweep_frame: pl.DataFrame, current_params: float, key: pl.DataFrame | None = None
 ) -> dict[str, list[dict]]:
     """``key``: the tab's :func:`~workbook.charts.common.ranking` (shapes as in the other charts)."""
-    data = keyed(sweep_frame.filter(pl.col("feasible")), key)
+    data = keyed(sized_for_target(sweep_frame), key)
     return {
         "points": rows(data, ["option", "slot", "family", "name", "params", "chips", "finish_days", "cost_usd"]),
         "now": [{"params": current_params}],
