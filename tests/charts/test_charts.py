@@ -73,8 +73,10 @@ def test_the_size_chart_ends_a_line_where_the_option_cannot_get_the_chips_for_th
     sweep = options.picked(frame.filter(pl.col("sweep") == "params"), best.head(1))  # one option, as the app draws
     capped = sweep.filter(pl.col("feasible") & pl.col("chips_capped"))
     assert capped["params"].to_list() == [1e11, 1e12] and capped["train_days"].min() > 60
-    points = pl.DataFrame(charts.size_datasets(sweep, 70e9)["points"])
+    data = charts.size_datasets(sweep, 70e9)
+    points = pl.DataFrame(data["points"])
     assert points["params"].to_list() == [1e9, 1e10]
+    assert data["extent"] == [{"params": 1e9}, {"params": 1e12}]  # the axis still spans the sweep
     kept = sweep.join(points.select("params", "chips"), on=["params", "chips"], how="semi")
     assert kept.height == 2 and kept["train_days"].max() <= 30 * 1.001
 

@@ -294,6 +294,8 @@ def size_template() -> alt.HConcatChart:
     ]
     base = shaped(alt.Chart(alt.NamedData("points"))).properties(width=WIDTH // 2, height=220)
     now = alt.Chart(alt.NamedData("now")).mark_rule(strokeDash=[4, 3], color="#666").encode(x="params:Q")
+    # the sweep's whole range, unseen: a line that ends early reads as an end, not as a shorter axis
+    extent = alt.Chart(alt.NamedData("extent")).mark_point(opacity=0).encode(x="params:Q")
     cross = (
         alt.Chart(alt.NamedData("crossings"))
         .mark_rule(color="#9467bd", strokeWidth=2)
@@ -317,7 +319,7 @@ def size_template() -> alt.HConcatChart:
         axis=alt.Axis(format="~s", tickCount=5),
     )
     return alt.hconcat(
-        alt.layer(*panel(cost_y), now, cross, message_layer()), alt.layer(*panel(chips_y), now, cross)
+        alt.layer(*panel(cost_y), now, extent, cross, message_layer()), alt.layer(*panel(chips_y), now, extent, cross)
     ).properties(
         title=alt.TitleParams(
             TITLES["size"],
@@ -367,6 +369,7 @@ def size_datasets(
     return {
         "points": rows(data, ["option", "slot", "family", "name", "params", "chips", "finish_days", "cost_usd"]),
         "now": [{"params": current_params}],
+        "extent": [{"params": p} for p in (sweep_frame["params"].min(), sweep_frame["params"].max()) if p is not None],
         "crossings": crossings(sweep_frame).to_dicts(),
         "message": message_rows(None if data.height else "No feasible option to plot"),
     }
