@@ -1,8 +1,8 @@
 """Numbers and names for people, as text and as HTML: one home for how the app, the report and the CLI say things.
 
 Text: :func:`model_words` (Llama 3.1 405B (405.9B parameters)), :func:`usd` ($1.2M), :func:`days` (18.5 days),
-:func:`count` (1 chip, 1,024 chips), :func:`price_basis` ("your price"), :func:`per_million_tokens`, :func:`energy`
-(MWh and t CO2e).
+:func:`count` (1 chip, 1,024 chips), :func:`gigabytes` (0.5 GB, 86 GB), :func:`price_basis` ("your price"),
+:func:`per_million_tokens`, :func:`energy` (MWh and t CO2e).
 HTML: :func:`table`, :func:`table_filter`, :func:`items`, :func:`card`, :func:`message`; they carry CSS classes
 (``wb-*``) whose styles live in one stylesheet, ``STYLESHEET``, which the Voila template and the HTML report both
 include.
@@ -50,6 +50,11 @@ def usd(value: float | None) -> str:
     if abs(value) >= 1e4:
         return f"${value / 1e3:.0f}k"
     return f"${value:,.0f}"
+
+
+def gigabytes(value: float) -> str:
+    """86 GB, 0.5 GB: memory for people (a tenth of a GB below 10, so a small KV cache does not read 0 GB)."""
+    return f"{value:,.0f} GB" if value >= 9.95 else f"{value:.1f} GB"
 
 
 def days(value: float) -> str:

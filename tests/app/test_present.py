@@ -19,6 +19,12 @@ def test_money_days_and_plurals():
     assert present.count(2, "replica") == "2 replicas" and present.count(3, "box", "boxes") == "3 boxes"
 
 
+def test_gigabytes_keep_a_tenth_below_ten_so_a_small_kv_cache_does_not_read_zero():
+    # DeepSeek-V3 on 8 MI300X at 5 requests/s: 46 sequences of MLA cache are 0.46 GB a chip ("KV cache 0 GB").
+    assert present.gigabytes(0.46) == "0.5 GB" and present.gigabytes(9.4) == "9.4 GB"
+    assert present.gigabytes(9.97) == "10 GB" and present.gigabytes(192) == "192 GB"
+
+
 def test_token_prices_keep_two_significant_figures_so_a_saving_shows():
     # 8B at 200 requests/s: $0.055 and $0.062 per million output tokens, "12% cheaper", once both read "$0.06".
     assert present.token_price(0.055) == "$0.055" and present.token_price(0.0623) == "$0.062"

@@ -16,7 +16,7 @@ import polars as pl
 
 from workbook.catalog import capacity_to_confirm
 from workbook.model import cost
-from workbook.present import count, per_million_tokens, price_basis, token_price, usd
+from workbook.present import count, gigabytes, per_million_tokens, price_basis, token_price, usd
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
 
@@ -327,8 +327,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         *([_disaggregation_line(best)] if best.get("disaggregated") else []),
         _latency_line(best, scenario),
         _stack_line(best, scenario),
-        f"Memory per chip: {best['memory_per_chip_gb']:.0f} GB of {best['hbm_gb']:.0f} GB "
-        f"(weights {best['weights_gb']:.0f} GB, KV cache {best['kv_cache_gb']:.0f} GB for the "
+        f"Memory per chip: {gigabytes(best['memory_per_chip_gb'])} of {gigabytes(best['hbm_gb'])} "
+        f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])} for the "
         f"{best['sequences']:,.0f} sequences in flight{_spread_words(scenario)}).",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, {price_basis(best)} "
         f"as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "

@@ -19,7 +19,7 @@ import polars as pl
 
 from workbook import catalog as catalog_mod
 from workbook.catalog.schemas import PRICING_MODELS
-from workbook.present import count, days, energy, price_basis, usd
+from workbook.present import count, days, energy, gigabytes, price_basis, usd
 from workbook.training import options
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
@@ -316,7 +316,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     if commitment:
         reasons.append(commitment)
     reasons.append(
-        f"Memory fits: {best['memory_per_chip_gb']:.0f} GB needed per chip of {best['hbm_gb']:.0f} GB "
+        f"Memory fits: {gigabytes(best['memory_per_chip_gb'])} needed per chip of {gigabytes(best['hbm_gb'])} "
         f"(at least {count(best['min_chips_to_fit'], 'chip')} needed to fit the model)."
     )
     age = "about " if best["price_as_of_approx"] else ""
