@@ -20,7 +20,7 @@ def test_money_days_and_plurals():
 
 
 def test_gigabytes_keep_a_tenth_below_ten_so_a_small_kv_cache_does_not_read_zero():
-    # DeepSeek-V3 on 8 MI300X at 5 requests/s: 46 sequences of MLA cache are 0.46 GB a chip ("KV cache 0 GB").
+    # DeepSeek-V3 on 8 MI300X at 5 requests/s: 46 sequences of MLA cache are 0.2 GB a chip (it read "KV cache 0 GB").
     assert present.gigabytes(0.46) == "0.5 GB" and present.gigabytes(9.4) == "9.4 GB"
     assert present.gigabytes(9.97) == "10 GB" and present.gigabytes(192) == "192 GB"
 
