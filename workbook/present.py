@@ -1,8 +1,8 @@
 """Numbers and names for people, as text and as HTML: one home for how the app, the report and the CLI say things.
 
 Text: :func:`model_words` (Llama 3.1 405B (405.9B parameters)), :func:`usd` ($1.2M), :func:`days` (18.5 days),
-:func:`count` (1 chip, 1,024 chips), :func:`gigabytes` (0.5 GB, 86 GB), :func:`price_basis` ("your price"),
-:func:`per_million_tokens`, :func:`energy` (MWh and t CO2e).
+:func:`count` (1 chip, 1,024 chips; :func:`grouped` over a column), :func:`gigabytes` (0.5 GB, 86 GB),
+:func:`price_basis` ("your price"), :func:`per_million_tokens`, :func:`energy` (MWh and t CO2e).
 HTML: :func:`table`, :func:`table_filter`, :func:`items`, :func:`card`, :func:`message`; they carry CSS classes
 (``wb-*``) whose styles live in one stylesheet, ``STYLESHEET``, which the Voila template and the HTML report both
 include.
@@ -15,6 +15,8 @@ import math
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+import polars as pl
 
 from workbook import shipped
 from workbook.model.spec import PRESET_NAMES, ModelSpec, preset_key
@@ -55,6 +57,12 @@ def usd(value: float | None) -> str:
 def gigabytes(value: float) -> str:
     """86 GB, 0.5 GB: memory for people (a tenth of a GB below 10, so a small KV cache does not read 0 GB)."""
     return f"{value:,.0f} GB" if value >= 9.95 else f"{value:.1f} GB"
+
+
+def grouped(number: pl.Expr) -> pl.Expr:
+    """A whole number as text with thousands separators, over a column (18,004,073), as :func:`count` writes it."""
+    digits = number.cast(pl.Int64).cast(pl.String).str.reverse()
+    return digits.str.replace_all(r"(\d{3})", "${1},").str.strip_chars_end(",").str.reverse()
 
 
 def days(value: float) -> str:

@@ -25,6 +25,19 @@ def test_gigabytes_keep_a_tenth_below_ten_so_a_small_kv_cache_does_not_read_zero
     assert present.gigabytes(9.97) == "10 GB" and present.gigabytes(192) == "192 GB"
 
 
+def test_grouped_writes_a_column_of_whole_numbers_with_thousands_separators():
+    # A serving fleet's ruled-out reason read "needs 18004073 chips; ... rents at most 512".
+    frame = pl.DataFrame({"n": [0, 999, 1000, 123456, 18004073, None]})
+    assert frame.select(present.grouped(pl.col("n")))["n"].to_list() == [
+        "0",
+        "999",
+        "1,000",
+        "123,456",
+        "18,004,073",
+        None,
+    ]
+
+
 def test_token_prices_keep_two_significant_figures_so_a_saving_shows():
     # 8B at 200 requests/s: $0.055 and $0.062 per million output tokens, "12% cheaper", once both read "$0.06".
     assert present.token_price(0.055) == "$0.055" and present.token_price(0.0623) == "$0.062"

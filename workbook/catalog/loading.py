@@ -39,6 +39,7 @@ from workbook.catalog import schemas
 from workbook.errors import DataError, InputError
 from workbook.model.spec import PRESETS
 from workbook.model.sustained import sustained_compute_factors
+from workbook.present import grouped
 
 DATA_DIR_ENV = "WORKBOOK_DATA_DIR"
 DATA_DIR = shipped.path("data", "data")  # the tables in the installed package, else the checkout's data/
@@ -188,10 +189,10 @@ def over_capacity(chips: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return chips > pl.col("capacity_max_chips"), pl.format(
         "needs {} chips; {} {} rents at most {} without a reservation ({} ceiling): use a reservation, capacity block "
         "or contract",
-        chips,
+        grouped(chips),
         pl.col("cloud"),
         pl.col("pricing_model"),
-        pl.col("capacity_max_chips"),
+        grouped(pl.col("capacity_max_chips")),
         pl.col("capacity_basis"),
     )
 

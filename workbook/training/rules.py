@@ -14,6 +14,7 @@ import polars as pl
 
 from workbook.catalog import over_capacity
 from workbook.model import cost
+from workbook.present import grouped
 from workbook.training.scenario import Scenario
 
 # Precisions with no production training stack outside TPUs: MLPerf INT8 training results are TPU v5e/v5p/v6e
@@ -68,7 +69,7 @@ def rules_for(s: Scenario) -> list[Rule]:
                 "no {} quote on {} for an instance that can run {} chips (only smaller instances are listed)",
                 pl.col("pricing_model"),
                 pl.col("cloud"),
-                pl.col("chips"),
+                grouped(pl.col("chips")),
             ),
         ),
         Rule(
@@ -83,7 +84,7 @@ def rules_for(s: Scenario) -> list[Rule]:
                 "the global batch of {}M tokens keeps at most {} chips busy (data parallel x sequence <= batch); "
                 "raise the global batch or use fewer chips",
                 (pl.col("global_batch_tokens") / 1e6).round(1),
-                pl.col("max_chips_for_batch"),
+                grouped(pl.col("max_chips_for_batch")),
             ),
         ),
         Rule(
@@ -91,9 +92,9 @@ def rules_for(s: Scenario) -> list[Rule]:
             pl.max_horizontal("chips", "min_chips_to_fit") > pl.col("max_job_chips"),
             pl.format(
                 "needs {} chips; the largest documented single job on {} is {} ({})",
-                pl.max_horizontal("chips", "min_chips_to_fit"),
+                grouped(pl.max_horizontal("chips", "min_chips_to_fit")),
                 pl.col("name"),
-                pl.col("max_job_chips"),
+                grouped(pl.col("max_job_chips")),
                 pl.col("max_job_note"),
             ),
         ),
@@ -105,7 +106,7 @@ def rules_for(s: Scenario) -> list[Rule]:
             pl.format(
                 "spot at {} chips for {} days is unavailable in practice: no cloud holds that much spot capacity "
                 "for weeks, and each node loss stops every chip (+{}% time lost to preemptions at this size)",
-                pl.col("chips"),
+                grouped(pl.col("chips")),
                 pl.col("train_days").round(0),
                 (pl.col("preemption_overhead") * 100).round(0),
             ),
@@ -114,19 +115,20 @@ def rules_for(s: Scenario) -> list[Rule]:
         Rule(
             "no_fit",
             pl.col("chips") < pl.col("min_chips_to_fit"),
-            pl.format("does not fit in memory: needs at least {} chips", pl.col("min_chips_to_fit")),
+            pl.format("does not fit in memory: needs at least {} chips", grouped(pl.col("min_chips_to_fit"))),
         ),
         Rule(
             "no_layout",
             pl.col("tensor_parallel").is_null(),
             pl.format(
-                "no tensor x pipeline x context x data layout divides {} chips within the global batch", pl.col("chips")
+                "no tensor x pipeline x context x data layout divides {} chips within the global batch",
+                grouped(pl.col("chips")),
             ),
         ),
         Rule(
             "no_fit_layout",
             ~pl.col("fits_in_memory"),
-            pl.format("does not fit in memory at {} chips with any parallel layout", pl.col("chips")),
+            pl.format("does not fit in memory at {} chips with any parallel layout", grouped(pl.col("chips"))),
         ),
         Rule(
             "capacity_block_too_long",
@@ -173,7 +175,7 @@ def rules_for(s: Scenario) -> list[Rule]:
                 pl.col("finish_days").round(1),
                 porting.otherwise(pl.lit("")),
                 pl.col("train_days").round(1),
-                pl.col("chips"),
+                grouped(pl.col("chips")),
                 limit.otherwise(pl.lit("")),
                 deadline_words,
             ),
