@@ -84,13 +84,16 @@ def price_basis(option: dict, pick: str = "median") -> str:
 
 
 def token_price(value: float | None) -> str:
-    """$0.28, $0.055: a price per million tokens, cents below $10 (two significant figures at least, so that
-    $0.055 and $0.062 do not both read $0.06), whole dollars above."""
+    """$0.055, $0.28, $7.78, $13.1, $142: a price per million tokens with three significant figures from $1 (two
+    below it, and cents at least), so that neighbours in a ranking ($0.055 and $0.062, $13.1 and $13.4) do not read
+    the same."""
     if value is None:
         return "n/a"
     shown = float(f"{value:.2g}")  # two significant figures, rounded first: 0.0999 reads $0.10
-    if shown >= 10:
-        return usd(value)
+    if value >= 99.95:
+        return f"${value:,.0f}"
+    if value >= 9.995:
+        return f"${value:.1f}"
     decimals = max(2, 1 - math.floor(math.log10(shown))) if shown > 0 else 2
     return f"${value:,.{decimals}f}"
 

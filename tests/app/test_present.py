@@ -38,12 +38,13 @@ def test_grouped_writes_a_column_of_whole_numbers_with_thousands_separators():
     ]
 
 
-def test_token_prices_keep_two_significant_figures_so_a_saving_shows():
+def test_token_prices_keep_enough_figures_that_neighbours_in_a_ranking_differ():
     # 8B at 200 requests/s: $0.055 and $0.062 per million output tokens, "12% cheaper", once both read "$0.06".
     assert present.token_price(0.055) == "$0.055" and present.token_price(0.0623) == "$0.062"
     assert present.token_price(0.69) == "$0.69" and present.token_price(9.94) == "$9.94"
-    assert present.token_price(0.0999) == "$0.10" and present.token_price(9.996) == "$10"
-    assert present.token_price(23.4) == "$23" and present.token_price(0) == "$0.00"
+    assert present.token_price(0.0999) == "$0.10" and present.token_price(9.996) == "$10.0"
+    assert present.token_price(13.12) == "$13.1" and present.token_price(13.44) == "$13.4"  # 405B's ranking
+    assert present.token_price(142.4) == "$142" and present.token_price(0) == "$0.00"
 
 
 def test_table_escapes_cells_and_greys_muted_rows():
