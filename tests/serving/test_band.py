@@ -148,6 +148,11 @@ def test_shared_replicas_and_separate_pools_take_the_errors_of_their_own_kind(ba
         assert o["model_error_low"] == pytest.approx(min(kind["error"].min(), 0.0))
         assert o["model_error_high"] == pytest.approx(max(kind["error"].max(), 0.0))
     assert band.for_options(options.drop("disaggregated"))["disaggregated"].to_list() == [False]  # absent: shared
+    # The card names the kind: B200 has shared-replica results but none from separate pools (it read "this chip has
+    # no published result within latency limits", as if B200 had none at all).
+    pools = band.for_options(options.with_columns(accelerator_id=pl.lit("b200"))).filter(pl.col("disaggregated"))
+    line = recommend.range_line({**pools.row(0, named=True), "stack_name": "TensorRT-LLM", "chips": 20, **PRICES})
+    assert "this chip has no published disaggregated result within latency limits; TensorRT-LLM's on other" in line
 
 
 def test_a_mixture_of_experts_option_takes_the_results_of_its_own_kind(band):

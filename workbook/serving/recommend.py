@@ -183,7 +183,11 @@ def range_line(o: dict) -> str:
     results of the stack within latency limits (:mod:`workbook.serving.band`)."""
     fewer, more = math.exp(-o["model_error_low"]), math.exp(-o["model_error_high"])
     results = f"{o['model_error_results']}, each predicted without its own system's results"
-    kind = " mixture-of-experts" if o.get("moe") else ""
+    # the kind of results the range takes (:data:`workbook.serving.band.KINDS`): separate prefill and decode pools,
+    # a mixture-of-experts model
+    kind = "".join(
+        f" {words}" for key, words in (("disaggregated", "disaggregated"), ("moe", "mixture-of-experts")) if o.get(key)
+    )
     where = {
         "chip": f"published{kind} results of {o['stack_name']} on this chip within latency limits ({results})",
         "stack and chip": f"this chip has no published{kind} result of {o['stack_name']} within latency limits; "
