@@ -120,3 +120,26 @@ def test_no_near_miss_is_named_without_a_deadline_or_when_none_is_cheap_enough()
     assert recommend._near_miss({"deadline_days": None, "cost_usd": 1.0}, pl.DataFrame()) is None
     r = _rec()  # 70B in 30 days on demand: the late plans cost more than half the pick's bill, or are far later
     assert not any(text.startswith("Just past the deadline") for text in r.reasons)
+
+
+def test_a_capacity_risk_says_why_the_chips_may_not_be_there():
+    # 8B on 64 spot TPU v5e: the risk is that GCP's spot ceiling is assumed, not published; it read "(largest
+    # documented job 50,944, job)", a job size 800 times the plan's and documented. 1,024 reserved B200: a large
+    # order, on a chip whose largest single job is a cluster configuration, not a run.
+    def risk(accelerator, chips, pricing, **kw):
+        s = Scenario(
+            model=ModelSpec.from_params(70e9 if accelerator == "b200" else 8e9),
+            tokens=2e12 if accelerator == "b200" else 160e9,
+            chips=chips,
+            accelerators=(accelerator,),
+            pricing=(pricing,),
+            **kw,
+        )
+        rec = recommend.recommend(options.evaluate(s), s.framework, s.current_platform)
+        return next(r for r in rec.reasons if r.startswith("Main risk"))
+
+    tpu = risk("tpu-v5e", 64, "spot", framework="jax", current_platform="tpu")
+    assert tpu.startswith("Main risk: capacity. 64 Google TPU v5e spot on gcp: how many gcp rents at once"), tpu
+    assert "not published (assumed: 256)" in tpu and "50,944" not in tpu, tpu
+    gpu = risk("b200", 1024, "reserved-contract")
+    assert "a large order; the largest single job assumed on them, 2,048 chips, is a configuration" in gpu, gpu

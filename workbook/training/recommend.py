@@ -188,14 +188,37 @@ def _main_risk(best: dict) -> str:
             f"Main risk: speed. No published training run on {best['name']} calibrates it; its MFU is a proxy "
             f"({best['mfu_basis'].split(' (')[0]}), so time and cost could be off by the range shown."
         )
-    large = catalog_mod.capacity_to_confirm(best["chips"], best.get("capacity_max_chips"))
-    if best["max_job_basis"] != "job" or best["capacity_basis"] == "assumption" or large:
+    why = _capacity_doubts(best)
+    if why:
         return (
-            f"Main risk: capacity. {best['chips']:,} {best['name']} {best['pricing_model']} on {best['cloud']} "
-            f"(largest documented job {best['max_job_chips']:,}, {best['max_job_basis']}); confirm the provider "
-            "can deliver them at once."
+            f"Main risk: capacity. {best['chips']:,} {best['name']} {best['pricing_model']} on {best['cloud']}: "
+            f"{'; '.join(why)}. Confirm the provider can deliver them at once."
         )
     return f"Main risk: the price is as of {best['price_as_of']:%Y-%m}; prices move, confirm it."
+
+
+def _capacity_doubts(best: dict) -> list[str]:
+    """Why the plan's chips may not be there, in words: a large order (``catalog.capacity_to_confirm``), a
+    rent-at-once ceiling that is assumed rather than published, a largest single job that is not a documented one."""
+    why = []
+    ceiling = best.get("capacity_max_chips")
+    if catalog_mod.capacity_to_confirm(best["chips"], ceiling):
+        why.append(
+            f"a large order, over half of the {ceiling:,} chips {best['cloud']} rents at once without a reservation"
+            if ceiling is not None
+            else "a large order"
+        )
+    elif best["capacity_basis"] == "assumption":
+        why.append(
+            f"how many {best['cloud']} rents at once without a reservation is not published (assumed: {ceiling:,})"
+        )
+    if best["max_job_basis"] != "job":
+        article = "an" if best["max_job_basis"][0] in "aeiou" else "a"
+        why.append(
+            f"the largest single job assumed on them, {best['max_job_chips']:,} chips, is {article} "
+            f"{best['max_job_basis']}, not a documented run"
+        )
+    return why
 
 
 def _near_miss(best: dict, frame: pl.DataFrame) -> str | None:
