@@ -126,10 +126,10 @@ def test_a_capacity_risk_says_why_the_chips_may_not_be_there():
     # 8B on 64 spot TPU v5e: the risk is that GCP's spot ceiling is assumed, not published; it read "(largest
     # documented job 50,944, job)", a job size 800 times the plan's and documented. 1,024 reserved B200: a large
     # order, on a chip whose largest single job is a cluster configuration, not a run.
-    def risk(accelerator, chips, pricing, **kw):
+    def risk(accelerator, chips, pricing, params, tokens, **kw):
         s = Scenario(
-            model=ModelSpec.from_params(70e9 if accelerator == "b200" else 8e9),
-            tokens=2e12 if accelerator == "b200" else 160e9,
+            model=ModelSpec.from_params(params),
+            tokens=tokens,
             chips=chips,
             accelerators=(accelerator,),
             pricing=(pricing,),
@@ -138,8 +138,10 @@ def test_a_capacity_risk_says_why_the_chips_may_not_be_there():
         rec = recommend.recommend(options.evaluate(s), s.framework, s.current_platform)
         return next(r for r in rec.reasons if r.startswith("Main risk"))
 
-    tpu = risk("tpu-v5e", 64, "spot", framework="jax", current_platform="tpu")
+    tpu = risk("tpu-v5e", 64, "spot", 8e9, 160e9, framework="jax", current_platform="tpu")
     assert tpu.startswith("Main risk: capacity. 64 Google TPU v5e spot on gcp: how many gcp rents at once"), tpu
     assert "not published (assumed: 256)" in tpu and "50,944" not in tpu, tpu
-    gpu = risk("b200", 1024, "reserved-contract")
+    gpu = risk("b200", 1024, "reserved-contract", 70e9, 2e12)
     assert "a large order; the largest single job assumed on them, 2,048 chips, is a configuration" in gpu, gpu
+    h100 = risk("h100-sxm", 16384, "reserved-contract", 405e9, 15.6e12)  # Llama 3.1 405B's: the largest documented
+    assert "a large order; as large as the largest single job documented on them (16,384 chips)" in h100, h100

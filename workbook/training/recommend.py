@@ -199,7 +199,8 @@ def _main_risk(best: dict) -> str:
 
 def _capacity_doubts(best: dict) -> list[str]:
     """Why the plan's chips may not be there, in words: a large order (``catalog.capacity_to_confirm``), a
-    rent-at-once ceiling that is assumed rather than published, a largest single job that is not a documented one."""
+    rent-at-once ceiling that is assumed rather than published, a plan near the largest documented single job, or a
+    largest single job that is not a documented one."""
     why = []
     ceiling = best.get("capacity_max_chips")
     if catalog_mod.capacity_to_confirm(best["chips"], ceiling):
@@ -212,7 +213,10 @@ def _capacity_doubts(best: dict) -> list[str]:
         why.append(
             f"how many {best['cloud']} rents at once without a reservation is not published (assumed: {ceiling:,})"
         )
-    if best["max_job_basis"] != "job":
+    if best["max_job_basis"] == "job" and 2 * best["chips"] > best["max_job_chips"]:
+        near = "as large as" if best["chips"] >= best["max_job_chips"] else "near"
+        why.append(f"{near} the largest single job documented on them ({best['max_job_chips']:,} chips)")
+    elif best["max_job_basis"] != "job":
         article = "an" if best["max_job_basis"][0] in "aeiou" else "a"
         why.append(
             f"the largest single job assumed on them, {best['max_job_chips']:,} chips, is {article} "
