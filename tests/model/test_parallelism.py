@@ -153,3 +153,19 @@ def test_scale_out_bandwidth_is_the_sourced_table_column():
     assert per_chip["gb300"] == 2 * per_chip["gb200"]  # ConnectX-8 800 Gb/s vs ConnectX-7 400 Gb/s per GPU
     frame = acc.select("accelerator_id", parallelism.scaleout_bytes_per_s().alias("bw"))
     assert frame["bw"].to_list() == acc["scaleout_bytes_per_s"].to_list()
+
+
+def test_an_experts_states_are_sharded_over_the_ranks_that_hold_it_and_the_fewest_chips_hold_all_states():
+    # DeepSeek-V3 (671B, 256 routed experts) on H100: 671B x 16 B of bf16 weights, gradients and fp32 Adam states
+    # need at least 671e9 x 16 / (80 GB x 0.9) = 149 chips before activations. The planner said "at least 8 chips
+    # needed to fit the model": it split the experts 256 ways at any chip count, and sharded an expert's optimizer
+    # over all data-parallel ranks instead of those holding the same experts (d / EP), 256 times too thin.
+    row = _evaluate(ModelSpec.preset("deepseek-v3"), "h100-sxm", 14.8e12, days=60).row(0, named=True)
+    assert row["feasible"] and row["expert_parallel"] == 256
+    assert 149 <= row["min_chips_to_fit"] <= 2 * 149
+    t, d = row["tensor_parallel"] * row["pipeline_parallel"], row["data_parallel"] * row["context_parallel"]
+    spec = ModelSpec.preset("deepseek-v3")
+    experts = spec.columns()["expert_params"]
+    dense = spec.params - experts
+    optimizer = memory.OPTIMIZER_BYTES * (dense / t / d + experts / (t * 256) / (d / 256))
+    assert row["optimizer_gb"] * 1e9 == pytest.approx(optimizer, rel=1e-6)

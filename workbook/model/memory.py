@@ -4,7 +4,8 @@ Model states, mixed-precision Adam (Rajbhandari et al. 2019, ZeRO, Sec. 3.1): 2 
 2 B bf16 gradients + 12 B fp32 optimizer states (master weights, momentum, variance) = 16 B/param.
 A chip holds the parameters of its model-parallel slice (``slice_params``: 1/(TP x PP) of the dense
 weights, 1/(TP x PP x EP) of the experts); ZeRO stage k shards, across the ``shards`` data x context
-parallel ranks, the optimizer (k >= 1), the gradients (k >= 2) and the weights (k = 3, i.e. FSDP).
+parallel ranks, the optimizer (k >= 1), the gradients (k >= 2) and the weights (k = 3, i.e. FSDP); an expert's
+across the ranks that hold the same experts, data x context / EP.
 Check: 7.5B params on 64 chips -> 120 / 31.4 / 16.6 / 1.9 GB for stages 0-3 (ZeRO paper, Fig. 1).
 
 Activations per layer with tensor + sequence parallelism of degree t (Korthikanti et al. 2022,
@@ -26,6 +27,7 @@ from workbook.model.units import HEAD_DIM  # heads = attention_dim / HEAD_DIM; e
 WEIGHT_BYTES = 2
 GRAD_BYTES = 2
 OPTIMIZER_BYTES = 12
+STATE_BYTES = WEIGHT_BYTES + GRAD_BYTES + OPTIMIZER_BYTES  # 16 B a parameter before ZeRO shards any of it
 LOGIT_BYTES = 4  # fp32 logits for the loss
 ACTIVATION_BYTES_PER_ELEMENT_COEFF = {"selective": 34, "full": 2}
 FSDP_PREFETCH_LAYERS = 2  # FSDP gathers the current and the next layer's full weights

@@ -133,8 +133,12 @@ def _memory(s: dict, d: pl.Expr, m: pl.Expr, shared: dict[str, pl.Expr] | None =
     :func:`_shared` as columns, where the caller has added them)."""
     t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
     shared = shared or _shared(d)
-    slice_params, v = shared["_slice_params"], shared["_chunks"]
-    parts = memory.model_state_bytes(slice_params, d * c, pl.col("zero_stage"))
+    v, e = shared["_chunks"], shared["expert_parallel"]
+    # ZeRO shards a dense parameter's states over the d x c data-parallel ranks, an expert's over the ranks that
+    # hold the same experts, d x c / EP (Megatron's expert data-parallel group)
+    dense = memory.model_state_bytes(shared["_dense_slice"], d * c, pl.col("zero_stage"))
+    experts = memory.model_state_bytes(shared["_expert_slice"], d * c / e, pl.col("zero_stage"))
+    parts = {k: dense[k] + experts[k] for k in dense}
     in_flight = pl.min_horizontal(p, m) / p * pl.when(v > 1).then(1 + (p - 1) / (p * v)).otherwise(1.0)
     live = pl.col("n_layers") * in_flight
     seq = pl.col("seq_len") / c
@@ -157,6 +161,8 @@ def _shared(d: pl.Expr) -> dict[str, pl.Expr]:
     dense = pl.col("params") - pl.col("expert_params")
     return {
         "expert_parallel": e,
+        "_dense_slice": dense / (t * p),
+        "_expert_slice": pl.col("expert_params") / (t * p * e),
         "_slice_params": dense / (t * p) + pl.col("expert_params") / (t * p * e),
         "_chunks": _chunks(),
     }
@@ -325,19 +331,25 @@ def min_chips(frame: pl.DataFrame, settings: dict) -> pl.DataFrame:
     """Per row: the fewest chips at which some layout fits (``min_chips_to_fit``, fractional, null when none
     does) and the most the global batch allows (``max_chips_for_batch``).
 
-    Memory per chip = fixed + sharded / (d*c) for a layout, so d >= sharded / (c * (usable - fixed)); the
-    pipeline is taken full (m >= p) and expert parallelism at its widest (e = experts), as at large d.
+    Memory per chip = fixed + sharded / (d*c) for a layout, so d >= sharded / (c * (usable - fixed)), with the
+    pipeline taken full (m >= p). ZeRO's share of every parameter, dense or expert, falls as 1 / (d*c) (an expert's
+    states are sharded over d*c / EP ranks, each holding 1 / EP of the experts); the rest of an expert's states falls
+    with EP = min(experts, d*c): as 1 / (d*c) too while d*c <= experts, then fixed (counted in ``fixed``).
     """
     t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
     big = pl.lit(1e12)
     parts = _memory(settings, big, big)
-    dense = pl.col("params") - pl.col("expert_params")
-    slice_params = dense / (t * p) + pl.col("expert_params") / (t * p * pl.col("n_experts"))
+    experts = pl.col("expert_params") / (t * p)
     per_param = pl.col("zero_stage").replace_strict({z: memory.sharded_bytes_per_param(z) for z in range(4)})
-    sharded = per_param * slice_params
+    kept = memory.STATE_BYTES - per_param  # bytes a parameter keeps on every rank that holds it
+    sharded = per_param * pl.col("params") / (t * p)
     fixed = pl.sum_horizontal(list(parts.values()))  # what is left per chip with unboundedly many ranks
     usable = pl.col("hbm_bytes") * settings["hbm_usable_fraction"]
-    d_min = (sharded / (c * (usable - fixed))).clip(lower_bound=1.0)
+    d_wide = sharded / (c * (usable - fixed))  # every expert split (d*c >= experts)
+    unsplit = fixed - kept * experts / pl.col("n_experts")  # without the experts' kept states
+    d_narrow = (sharded + kept * experts) / (c * (usable - unsplit))  # experts split d*c ways (d*c < experts)
+    narrow = (d_narrow * c <= pl.col("n_experts")) & (usable > unsplit)
+    d_min = pl.when(narrow).then(d_narrow).otherwise(d_wide).clip(lower_bound=1.0)
     d_max = (pl.col("global_batch_tokens") / (settings["micro_batch"] * pl.col("seq_len"))).floor()
     distinct = frame.select(INPUT_COLUMNS).unique(maintain_order=True).with_row_index("_row")
     agg = (
