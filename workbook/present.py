@@ -89,11 +89,11 @@ def token_price(value: float | None) -> str:
     the same."""
     if value is None:
         return "n/a"
-    shown = float(f"{value:.2g}")  # two significant figures, rounded first: 0.0999 reads $0.10
     if value >= 99.95:
         return f"${value:,.0f}"
     if value >= 9.995:
         return f"${value:.1f}"
+    shown = float(f"{value:.2g}")  # two significant figures, rounded first: 0.0999 reads $0.10
     decimals = max(2, 1 - math.floor(math.log10(shown))) if shown > 0 else 2
     return f"${value:,.{decimals}f}"
 

@@ -158,12 +158,13 @@ def _shared(d: pl.Expr) -> dict[str, pl.Expr]:
     """What memory and step time both read: expert-parallel degree, parameters per rank, pipeline chunks."""
     t, p = pl.col("_t"), pl.col("_p")
     e = _expert_parallel(d)
-    dense = pl.col("params") - pl.col("expert_params")
+    dense = (pl.col("params") - pl.col("expert_params")) / (t * p)
+    experts = pl.col("expert_params") / (t * p * e)
     return {
         "expert_parallel": e,
-        "_dense_slice": dense / (t * p),
-        "_expert_slice": pl.col("expert_params") / (t * p * e),
-        "_slice_params": dense / (t * p) + pl.col("expert_params") / (t * p * e),
+        "_dense_slice": dense,
+        "_expert_slice": experts,
+        "_slice_params": dense + experts,
         "_chunks": _chunks(),
     }
 
