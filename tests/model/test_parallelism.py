@@ -169,3 +169,34 @@ def test_an_experts_states_are_sharded_over_the_ranks_that_hold_it_and_the_fewes
     dense = spec.params - experts
     optimizer = memory.OPTIMIZER_BYTES * (dense / t / d + experts / (t * 256) / (d / 256))
     assert row["optimizer_gb"] * 1e9 == pytest.approx(optimizer, rel=1e-6)
+
+
+def _data_parallel_seconds(domain, t, ranks, up=800e9, out=3.125e9, buffer=1e9):
+    frame = pl.DataFrame(
+        {"scaleup_domain_chips": [float(domain)], "_t": [float(t)], "scaleup_bytes_per_s": [up]}
+    ).with_columns(scaleout_bytes_per_s=pl.lit(out))
+    return frame.select(parallelism._data_parallel_seconds(pl.lit(buffer), pl.lit(float(ranks)))).item()
+
+
+def test_data_parallel_traffic_crosses_the_scale_out_network_once_per_domain():
+    # Eight H100 per NVLink node, TP8: one rank of each data-parallel group per node, a flat ring over the NICs.
+    flat = 1e9 * 127 / 128 / 50e9
+    assert _data_parallel_seconds(8, 8, 128, up=900e9, out=50e9) == pytest.approx(flat)
+    # TP2: four ranks of the group share a node and its four NICs, so each carries a quarter across nodes.
+    tp2 = _data_parallel_seconds(8, 2, 512, up=900e9, out=50e9)
+    assert tp2 == pytest.approx(1e9 * (3 / 4 / 450e9 + 127 / 128 / 4 / 50e9))
+    # TPU v6e, two 256-chip slices, TP4: 64 ranks per slice reduce over ICI, then 1/64 of the buffer over the DCN.
+    tpu = _data_parallel_seconds(256, 4, 128)
+    assert tpu == pytest.approx(1e9 * (63 / 64 / 400e9 + 1 / 2 / 64 / 3.125e9))
+    assert tpu < 1e9 * 127 / 128 / 3.125e9 / 30  # the flat ring over the DCN would be over 30x slower
+    # A group inside one domain never touches the scale-out network.
+    assert _data_parallel_seconds(256, 4, 32) == pytest.approx(1e9 * 31 / 32 / 400e9)
+
+
+def test_a_tpu_multislice_job_shards_data_parallel_within_slices_rather_than_pipelining():
+    # 70B on 512 TPU v6e (two 256-chip slices): MaxText shards data-parallel within a slice over ICI and reduces
+    # once across slices over the DCN. Charged as one flat ring over the DCN, the planner chose TP4 x PP32 x DP4.
+    s = Scenario(model=ModelSpec.from_params(70e9), tokens=2e12, accelerators=("tpu-v6e",), chips=512)
+    row = options.evaluate_full(s).row(0, named=True)
+    assert row["feasible"] and row["pipeline_parallel"] <= 2 and row["data_parallel"] >= 64
+    assert row["exposed_comm_s"] == 0

@@ -15,7 +15,9 @@ the fastest one that fits in memory and respects the global batch:
 * **expert (EP)** e = min(experts, data x context ranks): routed experts split e ways; each token's hidden
   state goes to ``experts_per_token`` experts and back, forward and backward (all-to-all);
 * **data (DP)** d = chips / (t*p*c), with ZeRO-1 (Megatron's distributed optimizer) or, without pipeline,
-  ZeRO-3 (FSDP): gradients reduce-scattered and weights all-gathered (twice under ZeRO-3) once per step;
+  ZeRO-3 (FSDP): gradients reduce-scattered and weights all-gathered (twice under ZeRO-3) once per step, in two
+  stages: among the group's ranks in one scale-up domain, then across domains with 1/k of the buffer per chip for
+  k ranks per domain (NCCL's rings over one NIC per GPU; a TPU slice reduces over ICI before the DCN);
 * **recompute** none / selective (attention scores recomputed, + their forward FLOPs) / full (the whole
   forward again: 4/3 of the compute).
 
@@ -188,6 +190,20 @@ def _link(group: pl.Expr) -> pl.Expr:
     )
 
 
+def _data_parallel_seconds(buffer: pl.Expr, ranks: pl.Expr) -> pl.Expr:
+    """Seconds for one reduce-scatter or all-gather of ``buffer`` bytes over the ``ranks`` chips that hold the same
+    slice (data x context parallel), done in two stages: over the scale-up links among the k of them that share a
+    domain (tensor-parallel groups are innermost, so k = domain / t, at most ``ranks``), then over the scale-out
+    network among the r = ranks / k domains, each chip carrying 1/k of the buffer (NCCL's rings over one NIC per
+    GPU, or a TPU slice's reduction before the data-centre network's across slices)."""
+    inner = (pl.col("scaleup_domain_chips") / pl.col("_t")).clip(lower_bound=1.0)
+    inner = pl.min_horizontal(inner, ranks)
+    domains = ranks / inner
+    within = (inner - 1) / inner / (pl.col("scaleup_bytes_per_s") / 2)
+    across = (domains - 1) / domains / inner / pl.col("scaleout_bytes_per_s")
+    return buffer * (within + across)
+
+
 def _step(
     chips: pl.Expr, d: pl.Expr, m: pl.Expr, efficiency: pl.Expr, shared: dict[str, pl.Expr]
 ) -> dict[str, pl.Expr]:
@@ -211,8 +227,7 @@ def _step(
     sp = pl.when(pl.col("recompute") == "full").then(SP_COLLECTIVES_FULL_RECOMPUTE).otherwise(SP_COLLECTIVES)
     tp_bytes = sp * ACTIVATION_BYTES * h * tokens_per_rank * layers * (t - 1) / t
     gathers = pl.when(pl.col("zero_stage") >= 3).then(3).otherwise(2)
-    dp_ranks = d * c
-    dp_bytes = gathers * memory.WEIGHT_BYTES * slice_params * (dp_ranks - 1) / dp_ranks
+    dp_s = _data_parallel_seconds(gathers * memory.WEIGHT_BYTES * slice_params, d * c)
     kv = pl.col("kv_dim") / t
     cp_bytes = CP_PASSES * 2 * kv * ACTIVATION_BYTES * tokens_per_rank * (c - 1) / c * layers
     pp_bytes = pl.when(p > 1).then(2 * v * m * pl.col("seq_len") / c * h / t * ACTIVATION_BYTES).otherwise(0.0)
@@ -220,12 +235,7 @@ def _step(
     ep_bytes = pl.when(routed).then(
         A2A_PASSES * pl.col("experts_per_token") * h * ACTIVATION_BYTES * tokens_per_rank / t * layers * (e - 1) / e
     )
-    overlappable = (
-        dp_bytes / _link(chips)
-        + cp_bytes / _link(t * c)
-        + pp_bytes / _link(t * c * p)
-        + ep_bytes.fill_null(0.0) / _link(e * t)
-    )
+    overlappable = dp_s + cp_bytes / _link(t * c) + pp_bytes / _link(t * c * p) + ep_bytes.fill_null(0.0) / _link(e * t)
     return {
         "compute_s": compute,
         "bubble_s": bubble,

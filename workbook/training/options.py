@@ -246,8 +246,11 @@ def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibrat
 
     The count solves need(n) = n, where need(n) is the chips that finish in the target at the rate (and goodput)
     of the layout planned at n chips: a root of g(x) = ln need(e^x) - x, found by the secant method kept inside a
-    bracket (bisection when a step leaves it), between the fewest chips that fit and the most the global batch
-    allows. A plain fixed point n <- need(n) converges slowly, or not at all, where communication makes the
+    bracket (bisection when a step leaves it). The bracket is the first doubling of the fewest chips that fit
+    (up to the most the global batch allows) that finishes in time, and the count before it
+    (:func:`_first_bracket`): g is not monotonic, since past the count at which the batch leaves one sequence per
+    data-parallel rank a larger, slower layout is needed, so the fewest chips are looked for from below.
+    A plain fixed point n <- need(n) converges slowly, or not at all, where communication makes the
     per-chip rate fall almost as fast as chips are added. A row stops once need and n agree within ``CONVERGED``
     or it sits at a bound (then it is sized at that bound), after at most ``SCALE_ITERATIONS`` plans, with the
     smallest count seen to finish in time where it has not converged; then it is rounded up to whole nodes/slices
@@ -266,19 +269,23 @@ def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibrat
     work = (
         rows.filter(pl.col("chips_given").is_null())
         .select("_i", *needs, "pricing_model", "min_chips_to_fit", "max_chips_for_batch", "chips_limit", "block_chips")
-        .with_columns(chips=floor, _lo=floor, _hi=cap, _enough=pl.lit(None, pl.Float64))
-        .with_columns(_x_prev=pl.lit(None, pl.Float64), _g_prev=pl.lit(None, pl.Float64))
+        .with_columns(_lo=floor, _hi=cap)
     )
     if work.height == 0:
         return frame["chips_given"]
     x, lo, hi = pl.col("chips").log(), pl.col("_lo").log(), pl.col("_hi").log()
     g = pl.col("_g")
+    rate = _throughput(s, "").fill_null(pl.col("peak_flops_per_s") * pl.col("efficiency"))
+    need = sizing.chips_for_days(pl.col("train_flops"), target, rate, _goodput(s, cal, "", pl.col("chips"), rate))
+    gap = need.log() - x
+
+    def planned_gap(points: pl.DataFrame) -> pl.DataFrame:
+        return parallelism.plan(points, "chips", "efficiency", settings, exact=False).with_columns(_g=gap)
+
+    work = _first_bracket(work, planned_gap)
     settled = []
     for i in range(SCALE_ITERATIONS):
-        planned = parallelism.plan(work, "chips", "efficiency", settings, exact=False)
-        rate = _throughput(s, "").fill_null(pl.col("peak_flops_per_s") * pl.col("efficiency"))
-        need = sizing.chips_for_days(pl.col("train_flops"), target, rate, _goodput(s, cal, "", pl.col("chips"), rate))
-        planned = planned.with_columns(_g=need.log() - x)
+        planned = planned_gap(work)
         converged = g.abs() < math.log1p(CONVERGED)
         at_top = (g > 0) & (x >= hi - BOUND_TOLERANCE)  # needs more than the most allowed: the limits say so
         at_floor = (g < 0) & (x <= lo + BOUND_TOLERANCE)  # the fewest chips that fit already finish in time
@@ -322,6 +329,35 @@ def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibrat
         rows.join(sized, on="_i", how="left", maintain_order="left")
         .select(pl.coalesce(pl.col("chips_given"), pl.col("chips")))
         .to_series()
+    )
+
+
+def _first_bracket(work: pl.DataFrame, planned_gap) -> pl.DataFrame:
+    """Where each row's search starts: the gap g (``planned_gap``: the plan and g of each row's ``chips``) at the
+    fewest chips that fit (``_lo``) and at each doubling of it up to the most allowed (``_hi``), in one plan; the
+    first count that finishes in time (g <= 0; the most allowed where none does) becomes the search's first count
+    and top, the count before it its bottom and previous secant point."""
+    doublings = pl.DataFrame({"_k": range(math.ceil(math.log2(MAX_SIZED_CHIPS)) + 1)})
+    points = (
+        work.join(doublings, how="cross")
+        .filter((pl.col("_k") == 0) | (pl.col("_lo") * 2.0 ** (pl.col("_k") - 1) < pl.col("_hi")))
+        .with_columns(chips=pl.min_horizontal(pl.col("_lo") * 2.0 ** pl.col("_k"), pl.col("_hi")))
+    )
+    scanned = planned_gap(points).sort("_i", "_k")
+    in_time = pl.col("_g") <= 0
+    first = pl.coalesce(pl.when(in_time).then(pl.col("_k")).min(), pl.col("_k").max()).over("_i")
+    before = scanned.filter(pl.col("_k") == first - 1).select(
+        "_i", _lo=pl.col("chips"), _x_prev=pl.col("chips").log(), _g_prev=pl.col("_g")
+    )
+    start = scanned.filter(pl.col("_k") == first).select(
+        "_i", "chips", _hi=pl.col("chips"), _enough=pl.when(in_time).then(pl.col("chips"))
+    )
+    return (
+        work.drop("_hi")
+        .join(start, on="_i", maintain_order="left")
+        .join(before, on="_i", how="left", maintain_order="left")
+        .with_columns(pl.coalesce("_lo_right", "_lo").alias("_lo"))
+        .select(*work.columns, "chips", "_enough", "_x_prev", "_g_prev")
     )
 
 
