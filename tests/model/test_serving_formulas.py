@@ -1,5 +1,6 @@
 """Serving formulas checked against a simulation: the percentile of a sum of independent delays."""
 
+import bisect
 import math
 import random
 from statistics import NormalDist
@@ -55,3 +56,36 @@ def test_a_percentile_of_a_sum_is_exact_for_one_uncertain_delay_and_infinite_wit
     frame = pl.DataFrame({"m": [1.0, math.inf], "p": [2.0, math.inf]})
     out = frame.select(sv.percentile_of_sum((pl.col("m"), pl.lit(1.0)), (pl.col("p"), pl.lit(1.0))))
     assert out.to_series().to_list() == [pytest.approx(3.0), math.inf]
+
+
+def test_cache_peakedness_is_campbells_theorem_for_growing_contexts():
+    # No prompt: a request holds s tokens at step s, int L = O^2 / 2, int L^2 = O^3 / 3, so Z = (O^3/3) O / (O^2/2)^2.
+    assert sv.cache_peakedness(0, None, 300, None) == pytest.approx(4 / 3)
+    # A long prompt and a one-token answer: the tokens in flight are the sequences times the prompt, Z -> 1.
+    assert sv.cache_peakedness(10_000, None, 1, None) == pytest.approx(1.0, abs=1e-3)
+    # Spread lengths hold the cache's tokens less evenly than the mean: MLPerf's Llama 2 70B prompts (222, p99 791).
+    fixed, spread = sv.cache_peakedness(222, None, 291, None), sv.cache_peakedness(222, 791, 291, None)
+    assert 1.0 < fixed < spread < 1.5
+
+
+def test_cache_peakedness_matches_a_simulated_cache():
+    # Poisson arrivals, lognormal prompts, fixed answers; tokens in flight sampled once per step, in mean contexts.
+    rng = random.Random(7)
+    prompt, p99, answer, rate = 222, 791, 291, 0.5
+    sigma = 2.326 - math.sqrt(2.326**2 - 2 * math.log(p99 / prompt))
+    mu = math.log(prompt) - sigma**2 / 2
+    steps, arrivals = 40_000, []
+    t = 0.0
+    while t < steps:
+        t += rng.expovariate(rate)
+        arrivals.append((t, rng.lognormvariate(mu, sigma)))
+    times = [a for a, _ in arrivals]
+    samples = []
+    for now in range(2 * answer, steps, 7):
+        held = arrivals[bisect.bisect_right(times, now - answer) : bisect.bisect_right(times, now)]
+        samples.append(sum(p + (now - a) for a, p in held))
+    mean = sum(samples) / len(samples)
+    var = sum((x - mean) ** 2 for x in samples) / len(samples)
+    per_sequence = mean / (rate * answer)  # the mean context
+    measured = var / per_sequence**2 / (rate * answer)
+    assert measured == pytest.approx(sv.cache_peakedness(prompt, p99, answer, None), rel=0.1)

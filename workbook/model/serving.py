@@ -140,15 +140,35 @@ def kv_bytes_per_token(n_layers, n_kv_heads, head_dim, kv_bytes):
     return KV_TENSORS * n_layers * n_kv_heads * head_dim * kv_bytes
 
 
-def second_moment(mean, p99=None):
-    """E[X^2] of lengths with this mean and 99th percentile, taken lognormal (sigma from ln(p99 / mean) =
-    z sigma - sigma^2 / 2, the smaller root); mean^2 when no percentile is known (every length the mean)."""
+def moment(mean, p99=None, k: int = 2):
+    """E[X^k] of lengths with this mean and 99th percentile, taken lognormal (sigma from ln(p99 / mean) =
+    z sigma - sigma^2 / 2, the smaller root): mean^k exp(k (k - 1) sigma^2 / 2); mean^k when no percentile is known
+    (every length the mean)."""
     if p99 is None or p99 <= mean:
-        return mean**2
+        return mean**k
     z = _z(LATENCY_PERCENTILE)
     spread = 2 * math.log(p99 / mean)
     sigma = z - math.sqrt(max(z * z - spread, 0.0))
-    return mean**2 * math.exp(sigma * sigma)
+    return mean**k * math.exp(k * (k - 1) * sigma * sigma / 2)
+
+
+def second_moment(mean, p99=None):
+    """E[X^2] of lengths with this mean and 99th percentile (:func:`moment`)."""
+    return moment(mean, p99, 2)
+
+
+def cache_peakedness(prompt_tokens, prompt_tokens_p99, output_tokens, output_tokens_p99):
+    """Variance over mean of the KV-cache tokens in flight, counted in sequences of the mean context, relative to
+    that of the sequences themselves: a cache is full when its tokens are, not its sequences. Each request holds
+    P + s tokens at its s-th step for its O steps, so with Poisson arrivals the tokens in flight are shot noise with
+    mean lambda E[int L] and variance lambda E[int L^2] (Campbell's theorem), int L = P O + O^2 / 2 and
+    int L^2 = P^2 O + P O^2 + O^3 / 3 over the request's steps: **E[int L^2] E[O] / E[int L]^2** (1.05 when every
+    prompt and answer is the mean: the context grows; prompt and answer lengths independent, lognormal through
+    their mean and 99th percentile, :func:`moment`)."""
+    p = [moment(prompt_tokens, prompt_tokens_p99, k) for k in (1, 2)]
+    o = [moment(output_tokens, output_tokens_p99, k) for k in (1, 2, 3)]
+    held = p[0] * o[0] + o[1] / 2
+    return (p[1] * o[0] + p[0] * o[1] + o[2] / 3) * o[0] / held**2
 
 
 def decode_context_tokens(prompt_tokens, output_tokens, output_tokens_squared=None):

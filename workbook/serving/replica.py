@@ -446,12 +446,13 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     kv_read_s = kv_read_s * kv_read_width(factors, frame, s.kv_precision)
     weights_bytes = w_bytes * m.params / t
     kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, True, answers)  # paged KV cache
-    max_sequences = kv_room_bytes(frame, s, weights_bytes) * t / kv_sequence
+    cache_sequences = kv_room_bytes(frame, s, weights_bytes) * t / kv_sequence
+    limit = pl.lit(math.inf)
     if s.max_batch is not None:  # the user's limit replaces the engine's
-        max_sequences = pl.min_horizontal(max_sequences, pl.lit(float(s.max_batch)))
+        limit = pl.lit(float(s.max_batch))
     elif ENGINE_MAX_SEQS in frame.columns:  # the engine's batch limit (null: none), per pipeline micro-batch
-        engine_limit = pl.col(ENGINE_MAX_SEQS).cast(pl.Float64).fill_null(math.inf) * stages
-        max_sequences = pl.min_horizontal(max_sequences, engine_limit)
+        limit = pl.col(ENGINE_MAX_SEQS).cast(pl.Float64).fill_null(math.inf) * stages
+    max_sequences = pl.min_horizontal(cache_sequences, limit)
     return frame.with_columns(
         allreduce_efficiency=pl.when(within_stage > 1).then(allreduce),  # null: no all-reduce
         fp4_factor=pl.when(fp4_matmuls).then(fp4),  # null: no FP4 matmuls
@@ -464,6 +465,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         weights_gb=weights_bytes / 1e9,
         overhead_gb=pl.lit(s.assumptions.runtime_overhead_bytes / 1e9),
         max_sequences=max_sequences,
+        cache_bound=cache_sequences < limit,  # the slots are the KV cache's room, not a count of sequences
         kv_gb_per_sequence=kv_sequence / t / 1e9,
         allreduce_latency_us=pl.when(tp).then(latency_s * 1e6),  # null: no GPU all-reduce
         allreduce_step_s=pl.when(tp).then(sv.allreduce_latency_seconds_per_step(layers, latency_s)).otherwise(0.0),
@@ -535,7 +537,11 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         _prompt_steps_p=prompt_steps(sched, s.prompt_tokens_tail, sequences),
     )
     busy, queue_s, work_s, load_p = pl.col("_busy"), pl.col("_queue_s"), pl.col("_work_s"), pl.col("_prefill_load")
-    frame = frame.with_columns(_peak=sv.peakedness(rho, load_p))
+    # A full cache is full of tokens, not of sequences: where its room is the limit, the tokens' spread adds.
+    cache = sv.cache_peakedness(s.prompt_tokens, s.prompt_tokens_p99, s.output_tokens, s.output_tokens_p99)
+    frame = frame.with_columns(
+        _peak=sv.peakedness(rho, load_p) * pl.when(pl.col("cache_bound")).then(cache).otherwise(1.0)
+    )
     peak = pl.col("_peak")
     frame = frame.with_columns(
         within_token_budget=pl.col("_u") < 1,
