@@ -67,3 +67,22 @@ def test_round_down_to_allowed():
     frame = pl.DataFrame({"chips": [0.5, 7.0, 9.0, 100.0, 512.0], "block": [8, 8, 8, 64, 256]})
     down = frame.select(d=sizing.round_down_to_allowed(pl.col("chips"), pl.col("block")))["d"].to_list()
     assert down == [0, 4, 8, 64, 512]
+
+
+def test_a_sized_count_below_its_limit_finishes_in_its_target():
+    # 70B on 15T tokens in 30 days on H100: the search stopped within 0.1% of the target and the whole count it
+    # rounded to (7,304, 913 nodes) planned 30.003 days, so the only option near the deadline was ruled out.
+    s = Scenario(
+        model=ModelSpec.from_params(70e9),
+        tokens=15e12,
+        pricing=("reserved-contract",),
+        accelerators=("h100-sxm",),
+        constraints=Constraints(deadline_days=30),
+    )
+    row = options.evaluate_full(s).row(0, named=True)
+    assert not row["chips_capped"] and row["train_days"] <= row["target_days"] and row["feasible"]
+    _, frame = _sized(70e9, 30)
+    sized = frame.filter(
+        pl.col("chips_given").is_null() & ~pl.col("chips_capped") & (pl.col("pricing_model") != "spot")
+    )
+    assert sized.height > 0 and (sized["train_days"] <= sized["target_days"] * (1 + 1e-9)).all()

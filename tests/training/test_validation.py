@@ -3,11 +3,11 @@
 Measured with the parallelism planner (issue 12), 38 full runs (Llama 3.2 1B/3B and LaMDA left out with their stated
 reasons; Meta's Llama 3 runs at the stated 16K-GPU cluster), each compared on the basis its chip-hours were counted
 (job total vs chips x calendar days), planned at its published global batch and with its published architecture
-(``model_shape``): median |ln(pred/real)| 0.110 in-sample, 0.140 leave one family out (the issue's target is 0.15),
+(``model_shape``): median |ln(pred/real)| 0.117 in-sample, 0.134 leave one family out (the issue's target is 0.15),
 no run beyond 2x in-sample or held out, naive baseline median 0.501, exact-FLOPs rule 0.493. With shapes derived from
 the parameter counts: 0.117 / 0.168; before the per-basis goodput (39 runs, one goodput): 0.201 / 0.243.
 
-MLPerf rows (21, minutes to train, benchmark timing: no whole-run accounting): median |ln| 0.147 in-sample, 0.296
+MLPerf rows (21, minutes to train, benchmark timing: no whole-run accounting): median |ln| 0.147 in-sample, 0.275
 with each family held out; before goodput depended on the timing basis they were predicted with the whole-run
 accounting (0.79): median 0.270, e.g. GB200 405B on 512 GPUs 133 min vs 106 measured (now 106).
 """
@@ -21,10 +21,13 @@ import pytest
 from workbook import catalog
 from workbook.training import calibration, validation
 
-MEDIAN_GUARD = 0.115  # regression guard just above today's 0.110 in-sample; the 0.15 target is leave one family out
+# Regression guard just above today's 0.117 in-sample; the 0.15 target is leave one family out. Raised from 0.115 when
+# data-parallel traffic was hidden behind its own pass (forward or backward), not the whole step: in-sample 0.110 to
+# 0.117, leave one family out 0.140 to 0.134, MLPerf rows held out 0.296 to 0.275.
+MEDIAN_GUARD = 0.125
 BEYOND_TWO_X_GUARD = 0
-HELD_OUT_MEDIAN_GUARD = validation.TARGET_MEDIAN_ABS_LN_ERROR  # leave one family out, all runs: 0.140 today
-BENCHMARK_MEDIAN_GUARD = 0.18  # MLPerf rows in minutes, in-sample: 0.147 today (0.296 held out)
+HELD_OUT_MEDIAN_GUARD = validation.TARGET_MEDIAN_ABS_LN_ERROR  # leave one family out, all runs: 0.134 today
+BENCHMARK_MEDIAN_GUARD = 0.18  # MLPerf rows in minutes, in-sample: 0.147 today (0.275 held out)
 FACTOR_TWO = math.log(2)
 
 
@@ -157,10 +160,12 @@ def test_mlperf_rows_held_out_by_family_are_predicted_once(cat):
 
 def test_each_run_is_compared_on_the_basis_its_hours_were_counted(cat, backtest):
     """A run counted as chips x a calendar span is predicted with the calendar-span accounting: recounting one
-    job-total run that way (same calibration) lengthens its prediction by the ratio of the two goodputs."""
+    job-total run that way (same calibration) lengthens its prediction by the ratio of the two goodputs. The run has a
+    published chip count: one sized from its reported time (Llama 4) is sized again, on another layout."""
     cal = calibration.fit(cat)
     by = dict(cal.goodput_by_basis.select("chip_hours_basis", "goodput").iter_rows())
-    run = backtest.filter(pl.col("chip_hours_basis") == "job_total").row(0, named=True)["run_id"]
+    published = (pl.col("chip_hours_basis") == "job_total") & pl.col("chips").is_not_null()
+    run = backtest.filter(published).row(0, named=True)["run_id"]
     recounted = dataclasses.replace(
         cat,
         reference_runs=cat.reference_runs.with_columns(

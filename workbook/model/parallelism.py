@@ -22,13 +22,15 @@ the fastest one that fits in memory and respects the global batch:
   forward again: 4/3 of the compute).
 
 Global batch: d x micro-batch x sequence <= global batch tokens, so m = G / (d*b*s) >= 1.
-Step time = compute x recompute x (1 + bubble) + TP traffic + max(0, overlappable traffic - compute), where
-compute = model FLOPs / (chips x peak x kernel efficiency) and overlappable = DP + CP + PP + EP traffic
-(hidden behind compute when it is shorter). Kernel efficiency is calibrated on published runs through this
-same function (``workbook.training.calibration``). Ring collectives: each chip sends (n-1)/n of the buffer
-per all-gather/reduce-scatter. Link speeds: the accelerator table's scale-up figure is bidirectional, so a
-ring uses half; the scale-out figure per chip (NIC per GPU, DCN per TPU chip) is the table's sourced
-``scaleout_bytes_per_s`` column.
+Step time = compute x recompute x (1 + bubble) + TP traffic + exposed traffic, where compute = model FLOPs /
+(chips x peak x kernel efficiency) and the other traffic hides behind the pass it runs in, as Megatron overlaps it:
+the weights' all-gather behind the forward pass (a third of the compute without recompute), the gradients'
+reduce-scatter (and, under ZeRO-3, the weights' second all-gather) behind the backward pass, the CP, PP and EP
+traffic in proportion to each pass; exposed = what exceeds its pass, summed over the two. Kernel efficiency is
+calibrated on published runs through this same function (``workbook.training.calibration``). Ring collectives:
+each chip sends (n-1)/n of the buffer per all-gather/reduce-scatter. Link speeds: the accelerator table's scale-up
+figure is bidirectional, so a ring uses half; the scale-out figure per chip (NIC per GPU, DCN per TPU chip) is the
+table's sourced ``scaleout_bytes_per_s`` column.
 """
 
 from __future__ import annotations
@@ -226,8 +228,10 @@ def _step(
     tokens_per_rank = g / (d * c)  # tokens one tensor-parallel group processes per step
     sp = pl.when(pl.col("recompute") == "full").then(SP_COLLECTIVES_FULL_RECOMPUTE).otherwise(SP_COLLECTIVES)
     tp_bytes = sp * ACTIVATION_BYTES * h * tokens_per_rank * layers * (t - 1) / t
-    gathers = pl.when(pl.col("zero_stage") >= 3).then(3).otherwise(2)
-    dp_s = _data_parallel_seconds(gathers * memory.WEIGHT_BYTES * slice_params, d * c)
+    one_collective = _data_parallel_seconds(memory.WEIGHT_BYTES * slice_params, d * c)
+    # ZeRO-1: weights gathered behind the forward pass, gradients reduced behind the backward; ZeRO-3 also gathers
+    # the weights again behind the backward pass.
+    backward_collectives = pl.when(pl.col("zero_stage") >= 3).then(2).otherwise(1)
     kv = pl.col("kv_dim") / t
     cp_bytes = CP_PASSES * 2 * kv * ACTIVATION_BYTES * tokens_per_rank * (c - 1) / c * layers
     pp_bytes = pl.when(p > 1).then(2 * v * m * pl.col("seq_len") / c * h / t * ACTIVATION_BYTES).otherwise(0.0)
@@ -235,12 +239,17 @@ def _step(
     ep_bytes = pl.when(routed).then(
         A2A_PASSES * pl.col("experts_per_token") * h * ACTIVATION_BYTES * tokens_per_rank / t * layers * (e - 1) / e
     )
-    overlappable = dp_s + cp_bytes / _link(t * c) + pp_bytes / _link(t * c * p) + ep_bytes.fill_null(0.0) / _link(e * t)
+    others = cp_bytes / _link(t * c) + pp_bytes / _link(t * c * p) + ep_bytes.fill_null(0.0) / _link(e * t)
+    forward = compute / recompute / 3  # 2 of the 6 FLOPs per parameter per token; recompute runs in the backward
+    backward = compute - forward
+    exposed = (one_collective + others * forward / compute - forward).clip(lower_bound=0.0) + (
+        one_collective * backward_collectives + others * backward / compute - backward
+    ).clip(lower_bound=0.0)
     return {
         "compute_s": compute,
         "bubble_s": bubble,
         "tp_comm_s": tp_bytes / (pl.col("scaleup_bytes_per_s") / 2),
-        "exposed_comm_s": (overlappable - compute).clip(lower_bound=0.0),
+        "exposed_comm_s": exposed,
     }
 
 

@@ -241,6 +241,12 @@ def _accelerator_frame(
     )
 
 
+def _training_target_days(s: Scenario) -> pl.Expr:
+    """Days of training a sized option aims at: spot runs lose time to preemptions, so a shorter uninterrupted time."""
+    overhead = s.assumptions.spot_preemption_overhead
+    return pl.col("target_days") / cost.wall_hours_with_preemption(pl.lit(1.0), pl.col("pricing_model"), overhead)
+
+
 def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.Series:
     """Chips per row: ``chips_given``, or the count that finishes the job in its target days.
 
@@ -256,10 +262,7 @@ def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibrat
     smallest count seen to finish in time where it has not converged; then it is rounded up to whole nodes/slices
     that the last planned layout also divides (degrees are powers of two), or down if that passes the batch.
     """
-    # Spot runs lose time to preemptions, so they aim for a shorter uninterrupted time.
-    target = pl.col("target_days") / cost.wall_hours_with_preemption(
-        pl.lit(1.0), pl.col("pricing_model"), s.assumptions.spot_preemption_overhead
-    )
+    target = _training_target_days(s)
     settings = _plan_settings(s)
     floor = pl.col("min_chips_to_fit").fill_null(1).cast(pl.Float64)
     batch = pl.col("max_chips_for_batch").cast(pl.Float64)
@@ -429,7 +432,20 @@ def _size_within_limits(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.C
         chips=pl.when(over).then(at_limit.otherwise(pl.col("chips_limit"))).otherwise(pl.col("chips")).cast(pl.Int64),
         chips_capped=over,
     )
-    return _size_once_per_plan(frame, s, cal)
+    sized = _size_once_per_plan(frame, s, cal)
+    # The search stops within CONVERGED of the target, and the whole count it rounds to is planned afresh: a count a
+    # hair short of the target (30.003 days for 30) gets the chips that close the gap, in whole nodes or slices.
+    target = _training_target_days(s)
+    short = pl.col("chips_given").is_null() & ~pl.col("chips_capped") & (pl.col("train_days") > target)
+    rows = sized.with_row_index("_i").filter(short)
+    if rows.height == 0:
+        return sized
+    more = sizing.round_to_allowed(pl.col("chips") * pl.col("train_days") / target, block)
+    more = pl.min_horizontal(pl.max_horizontal(more, pl.col("chips") + block), pl.col("chips_limit"))
+    bumped = frame.with_row_index("_i").join(rows.select("_i", _more=more.cast(pl.Int64)), on="_i")
+    resized = _size_once_per_plan(bumped.with_columns(chips=pl.col("_more")).drop("_more"), s, cal)
+    kept = sized.with_row_index("_i").join(rows.select("_i"), on="_i", how="anti")
+    return pl.concat([kept, resized.select(kept.columns)]).sort("_i").drop("_i")
 
 
 def _price(frame: pl.DataFrame, s: Scenario, cat: catalog_mod.Catalog) -> pl.DataFrame:
