@@ -17,10 +17,12 @@ import polars as pl
 from workbook.catalog import capacity_to_confirm
 from workbook.model import cost
 from workbook.present import count, gigabytes, per_million_tokens, price_basis, token_price, usd
+from workbook.serving import band
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
 
 EDGE_FRACTION = 0.9  # a latency at 90%+ of its target is "at the edge"
+KIND_WORDS = {"disaggregated": "disaggregated", "moe": "mixture-of-experts"}  # band.KINDS in words
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,11 +185,7 @@ def range_line(o: dict) -> str:
     results of the stack within latency limits (:mod:`workbook.serving.band`)."""
     fewer, more = math.exp(-o["model_error_low"]), math.exp(-o["model_error_high"])
     results = f"{o['model_error_results']}, each predicted without its own system's results"
-    # the kind of results the range takes (:data:`workbook.serving.band.KINDS`): separate prefill and decode pools,
-    # a mixture-of-experts model
-    kind = "".join(
-        f" {words}" for key, words in (("disaggregated", "disaggregated"), ("moe", "mixture-of-experts")) if o.get(key)
-    )
+    kind = "".join(f" {KIND_WORDS[key]}" for key in band.KINDS if o.get(key))  # the kind of results the range takes
     where = {
         "chip": f"published{kind} results of {o['stack_name']} on this chip within latency limits ({results})",
         "stack and chip": f"this chip has no published{kind} result of {o['stack_name']} within latency limits; "
