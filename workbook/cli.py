@@ -452,6 +452,9 @@ SERVE_KEYS = [
     "fits_in_memory",
     "kwh_per_million_tokens",
     "limit",
+    "relaxed_ttft_ms",  # targets the replicas meet at the headroom load, where the user's hold them below it
+    "relaxed_tpot_ms",
+    "relaxed_chips",
 ]
 
 

@@ -241,3 +241,50 @@ def test_overlapping_ranges_are_too_close_to_call_and_name_what_differs():
     )
     assert "p99 per token 30 ms here, 45 ms on B" in differ and "A's price is from the provider" in differ
     assert "TensorRT-LLM or vLLM on ROCm" in differ and "capacity" not in differ
+
+
+@pytest.fixture(scope="module")
+def long_prompts():
+    """70B with 100,000-token prompts at 2 requests/s on B200: the 99th-percentile prompt alone takes most of a 4 s
+    first-token target to prefill, so a replica may carry little traffic (another such prompt ahead of it would
+    break the target)."""
+    return serving.ServeScenario(
+        model=ModelSpec.preset("llama3-70b"),
+        prompt_tokens=100_000,
+        output_tokens=1000,
+        requests_per_s=2,
+        ttft_ms=4000,
+        accelerators=("b200",),
+    )
+
+
+def test_a_fleet_set_by_its_latency_targets_says_what_looser_ones_would_need(long_prompts):
+    s = long_prompts
+    frame = serving.evaluate_serving(s)
+    rec = serving.recommend_serving(frame, s)
+    best = rec.best
+    assert best is not None and best["load_fraction"] < s.headroom / 2 and best["relaxed_ttft_ms"] > s.ttft_ms
+    assert best["chips"] >= 2 * best["relaxed_chips"]
+    line = next(r for r in rec.reasons if r.startswith("Your latency targets set the fleet's size"))
+    assert (
+        f"at most {best['relaxed_chips']:,} chips" in line and f"{best['prefill_tail_ms']:,.0f} ms to prefill" in line
+    )
+    # The claim holds: at the looser targets the fleet needs no more chips than said.
+    looser = dataclasses.replace(s, ttft_ms=best["relaxed_ttft_ms"], tpot_ms=best["relaxed_tpot_ms"] or s.tpot_ms)
+    again = serving.recommend_serving(serving.evaluate_serving(looser), looser).best
+    assert again is not None and again["chips"] <= best["relaxed_chips"]
+    assert not any(r.startswith("Your latency targets") for r in serving.recommend_serving(frame.clear(), s).reasons)
+
+
+def test_a_fleet_too_large_to_rent_because_of_its_targets_is_told_the_targets_not_only_a_reservation(long_prompts):
+    s = dataclasses.replace(long_prompts, ttft_ms=2000.0)
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    assert rec.best is None
+    reason = rec.infeasible.row(0, named=True)["reason"]
+    assert "use a reservation" in reason and "ms to the first token" in reason and "would serve it" in reason
+
+
+def test_a_fleet_at_its_headroom_gets_no_line_on_looser_targets(answer):
+    _, frame, rec = answer
+    assert rec.best["relaxed_chips"] is None or rec.best["chips"] < 2 * rec.best["relaxed_chips"]
+    assert not any(r.startswith("Your latency targets") for r in rec.reasons)

@@ -27,6 +27,7 @@ from workbook import catalog as catalog_mod
 from workbook.catalog import Catalog
 from workbook.model import cost
 from workbook.model.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
+from workbook.present import grouped
 from workbook.serving import disaggregated, replica
 from workbook.serving.band import KINDS, throughput_band
 from workbook.serving.calibration import ServingEfficiency, calibrate
@@ -94,6 +95,11 @@ def within_a_node_where_it_fits(reps: pl.DataFrame) -> pl.DataFrame:
     return reps.filter((pl.col("pipeline_parallel") == 1) | ~pl.col("accelerator_id").is_in(fits.unique().to_list()))
 
 
+def _target_words(ms: float | None) -> str:
+    """A latency target as the reasons write it (a branch that cannot bind when there is none)."""
+    return "no" if ms is None else f"{ms:,.0f}"
+
+
 def _why_not(s: ServeScenario) -> pl.Expr:
     return (
         pl.when(~pl.col("any_fits"))
@@ -108,7 +114,7 @@ def _why_not(s: ServeScenario) -> pl.Expr:
         .then(
             pl.format(
                 "even one sequence at a time is slower than the {} ms p99 per-token target (best {} ms)",
-                pl.lit(s.tpot_ms),
+                pl.lit(_target_words(s.tpot_ms)),
                 pl.col("best_tpot_ms").round(1),
             )
         )
@@ -116,8 +122,8 @@ def _why_not(s: ServeScenario) -> pl.Expr:
         .then(
             pl.format(
                 "prefill of {} tokens takes longer than the {} ms p99 first-token target",
-                pl.lit(s.prompt_tokens_tail),
-                pl.lit(s.ttft_ms),
+                pl.lit(f"{s.prompt_tokens_tail:,.0f}"),
+                pl.lit(_target_words(s.ttft_ms)),
             )
         )
         .otherwise(None)
@@ -234,17 +240,93 @@ def _best_on_stack(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
     )
     actual = (demand_rps / pl.col("replicas") / pl.col("capacity_rps")).fill_null(pl.col("max_load_fraction"))
     rho = pl.when(actual < 1).then(actual).otherwise(0.99)
-    at = replica.per_engine(chosen, lambda part, sched: replica.at_load(part, s, rho, sched)).with_columns(
-        utilisation=pl.col("requests_per_s_per_replica") / pl.col("capacity_within_targets_rps"),
-        chip_seconds_per_request=pl.col("tensor_parallel") / pl.col("capacity_within_targets_rps"),
-        disaggregated=pl.lit(False),
+    # Each configuration read at the traffic's load and at the headroom target's (what_targets_cost), in one pass.
+    readings = pl.concat(
+        [chosen.with_columns(_rho=rho, _at_headroom=False), chosen.with_columns(_rho=s.headroom, _at_headroom=True)]
+    )
+    both = replica.per_engine(readings, lambda part, sched: replica.at_load(part, s, pl.col("_rho"), sched))
+    at = (
+        both.filter(~pl.col("_at_headroom"))
+        .drop("_rho", "_at_headroom")
+        .with_columns(
+            utilisation=pl.col("requests_per_s_per_replica") / pl.col("capacity_within_targets_rps"),
+            chip_seconds_per_request=pl.col("tensor_parallel") / pl.col("capacity_within_targets_rps"),
+            disaggregated=pl.lit(False),
+        )
     )
     if s.disaggregation:
         at = disaggregated.cheaper(at, disaggregated.best_pools(reps, s, demand_rps))
     else:
         at = at.with_columns(pl.lit(None).alias(c) for c in disaggregated.PREFILL_COLUMNS)
-    return at.join(summary, on="accelerator_id").with_columns(
-        serve_reason=pl.when(pl.col("disaggregated")).then(None).otherwise(_why_not(s))
+    relaxed = what_targets_cost(both.filter(pl.col("_at_headroom")), s, demand_rps)
+    return (
+        at.join(relaxed, on=KEYS, how="left")
+        .with_columns(pl.when(~pl.col("disaggregated")).then(pl.col(c)).alias(c) for c in RELAXED_COLUMNS)
+        .join(summary, on="accelerator_id")
+        .with_columns(serve_reason=pl.when(pl.col("disaggregated")).then(None).otherwise(_why_not(s)))
+    )
+
+
+# What the latency targets cost a configuration they hold below the headroom target (null where they do not).
+RELAXED_COLUMNS = ["relaxed_ttft_ms", "relaxed_tpot_ms", "relaxed_targets", "relaxed_chips"]
+# Looser targets are offered up to this multiple of the user's: beyond, the option serves another use (a batch job,
+# not a chat), and saying what it would need is noise.
+LOOSER_AT_MOST = 10.0
+
+
+def _round_up(value: pl.Expr) -> pl.Expr:
+    """``value`` rounded up to two significant figures (7,175 -> 7,200), so a target set to it is met."""
+    scale = pl.lit(10.0).pow(value.log10().floor() - 1)
+    return (value / scale).ceil() * scale
+
+
+def _milliseconds(value: pl.Expr) -> pl.Expr:
+    """Two significant figures as text: 7,200; 65; 7.5."""
+    return pl.when(value >= 10).then(grouped(value)).otherwise(value.round(1).cast(pl.String))
+
+
+def what_targets_cost(at: pl.DataFrame, s: ServeScenario, demand_rps: float) -> pl.DataFrame:
+    """Per configuration of ``at`` (read at the headroom load: :func:`replica.at_load`) that a latency target holds
+    below the headroom target (or that meets the targets at no load): its p99 latencies there, rounded up, where
+    they exceed their targets
+    (``relaxed_ttft_ms``, ``relaxed_tpot_ms``: targets it would meet up to that load, in words ``relaxed_targets``),
+    and the chips its replicas need under them (``relaxed_chips``; sized as every answer is, to run at the headroom
+    target of the load their targets allow: the headroom's share of the headroom load): what the targets cost. Null
+    where the replica runs at the headroom anyway or could not (memory, the step's token budget): then no latency
+    target is the limit. Targets at least that loose need at most ``relaxed_chips``: this configuration meets them."""
+    targets = (("ttft_ms", s.ttft_ms), ("tpot_ms", s.tpot_ms))
+    over = {column: pl.col(column) > target if target else pl.lit(False) for column, target in targets}
+    near = pl.all_horizontal(pl.col(column) <= LOOSER_AT_MOST * target for column, target in targets if target)
+    held = pl.col("max_load_fraction").is_null() | (pl.col("max_load_fraction") < s.headroom)
+    fits = pl.col("fits_in_memory") & pl.col("within_token_budget")
+    relaxed = held & fits & near & (over["ttft_ms"] | over["tpot_ms"])
+    words = {
+        "ttft_ms": pl.format("{} ms to the first token", _milliseconds(pl.col("relaxed_ttft_ms"))),
+        "tpot_ms": pl.format("{} ms per token", _milliseconds(pl.col("relaxed_tpot_ms"))),
+    }
+    return (
+        at.with_columns(
+            relaxed_ttft_ms=pl.when(relaxed & over["ttft_ms"]).then(_round_up(pl.col("ttft_ms"))),
+            relaxed_tpot_ms=pl.when(relaxed & over["tpot_ms"]).then(_round_up(pl.col("tpot_ms"))),
+            relaxed_chips=pl.when(relaxed).then(
+                (demand_rps / (s.headroom * s.headroom * pl.col("capacity_rps")))
+                .ceil()
+                .clip(lower_bound=1)
+                .cast(pl.Int64)
+                * pl.col("tensor_parallel")
+            ),
+        )
+        .with_columns(
+            relaxed_targets=pl.concat_str(
+                [pl.when(pl.col(f"relaxed_{c}").is_not_null()).then(words[c]) for c in words],
+                separator=" and ",
+                ignore_nulls=True,
+            )
+        )
+        .with_columns(
+            relaxed_targets=pl.when(pl.col("relaxed_targets") != "").then(pl.format("{} at p99", "relaxed_targets"))
+        )
+        .select(*KEYS, *RELAXED_COLUMNS)
     )
 
 
@@ -303,6 +385,8 @@ SERVE_COLUMNS = [
     "tpot_ms",
     "ttft_mean_ms",
     "tpot_mean_ms",
+    "prefill_tail_ms",  # the 99th-percentile prompt's prefill alone, on an idle replica
+    *RELAXED_COLUMNS,
     "memory_per_chip_gb",
     "weights_gb",
     "kv_cache_gb",
@@ -371,19 +455,30 @@ def evaluate_serving(
             )
             / tokens_per_hour,
             hbm_gb=pl.col("hbm_bytes") / 1e9,
+            prefill_tail_ms=pl.col("prefill_tail_s") * 1000,
         )
     )
     # A fleet is rented like a training job: no more chips on one cloud under one pricing model than it rents at once
     # without a reservation (data/capacity.csv).
     frame = cat.capacity_for(frame.with_columns(pricing_model=pl.col("pricing_model").fill_null(s.pricing[0])))
     too_many, over = catalog_mod.over_capacity(pl.col("chips"))
+    # Where a latency target is what makes the fleet so large, the targets that would not (what_targets_cost).
+    looser = pl.when(pl.col("relaxed_chips").is_not_null()).then(
+        pl.format(
+            "; allowing {}, what replicas of {} give at {} load, {} would serve it",
+            "relaxed_targets",
+            pl.format("{} chip{}", "tensor_parallel", pl.when(pl.col("tensor_parallel") > 1).then(pl.lit("s"))),
+            pl.lit(f"{s.headroom:.0%}"),
+            pl.format("{} chips", grouped(pl.col("relaxed_chips"))),
+        )
+    )
     reason = (
         pl.when(pl.col("serve_reason").is_not_null())
-        .then(pl.col("serve_reason"))
+        .then(pl.concat_str("serve_reason", looser, ignore_nulls=True))
         .when(pl.col("usd_per_chip_hour").is_null())
         .then(pl.format("no {} price in the dataset", pl.lit(" / ".join(s.pricing))))
         .when(too_many)
-        .then(over)
+        .then(pl.concat_str(over, looser, ignore_nulls=True))
         .otherwise(None)
     )
     frame = frame.with_columns(infeasible_reason=reason)

@@ -16,12 +16,14 @@ import polars as pl
 
 from workbook.catalog import capacity_to_confirm
 from workbook.model import cost
+from workbook.model.units import HOURS_PER_MONTH
 from workbook.present import count, gigabytes, per_million_tokens, price_basis, token_price, usd
 from workbook.serving import band
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
 
 EDGE_FRACTION = 0.9  # a latency at 90%+ of its target is "at the edge"
+COSTLY_TARGETS = 2  # latency targets that at least double the fleet are worth a line on what looser ones save
 KIND_WORDS = {"disaggregated": "disaggregated", "moe": "mixture-of-experts"}  # band.KINDS in words
 
 
@@ -135,6 +137,24 @@ def _warnings(o: dict, scenario) -> list[str]:
             "provider can deliver them all before you commit."
         )
     return out
+
+
+def _targets_cost_line(o: dict) -> list[str]:
+    """Where the latency targets at least double the fleet (the replicas held far below the headroom target), what
+    looser targets would save (:func:`workbook.serving.options.what_targets_cost`)."""
+    if o.get("relaxed_chips") is None or o["chips"] < COSTLY_TARGETS * o["relaxed_chips"]:
+        return []
+    prompt = (
+        f" (the 99th-percentile prompt alone takes {o['prefill_tail_ms']:,.0f} ms to prefill)"
+        if o.get("relaxed_ttft_ms") is not None
+        else ""
+    )
+    monthly = o["relaxed_chips"] * o["usd_per_chip_hour"] * HOURS_PER_MONTH
+    return [
+        f"Your latency targets set the fleet's size: they hold each replica to {o['load_fraction']:.0%} of what it "
+        f"can serve{prompt}. Allowing {o['relaxed_targets']}, what these replicas give at {o['headroom']:.0%} load, "
+        f"at most {count(o['relaxed_chips'], 'chip')} would serve this traffic ({usd(monthly)} a month)."
+    ]
 
 
 def _commitment_line(o: dict) -> list[str]:
@@ -336,6 +356,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
         f"{per_million_tokens(best['usd_per_million_tokens_at_full_load'])}.",
         range_line(best),
+        *_targets_cost_line(best),
         *_commitment_line(best),
     ]
     if best["price_secondary_source"]:
