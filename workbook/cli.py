@@ -80,6 +80,7 @@ TRAIN_KEYS = [
     "expert_parallel",
     "data_parallel",
     "global_batch_tokens",
+    "micro_batches",  # per data-parallel rank and step: a pipeline of more stages than this cannot interleave
     "recompute",
     "goodput",
     "energy_kwh",

@@ -145,3 +145,23 @@ def test_a_capacity_risk_says_why_the_chips_may_not_be_there():
     assert "a large order; the largest single job assumed on them, 2,048 chips, is a configuration" in gpu, gpu
     h100 = risk("h100-sxm", 16384, "reserved-contract", 405e9, 15.6e12)  # Llama 3.1 405B's: the largest documented
     assert "a large order; as large as the largest single job documented on them (16,384 chips)" in h100, h100
+
+
+def test_a_pipeline_fed_fewer_micro_batches_than_stages_is_told_the_batch_it_needs():
+    # Llama 3 70B on Meta's 16,384 H100 at the default 4M-token batch: 512 sequences of 8k over DP256 give a
+    # 4-stage pipeline 2 micro-batches, which Megatron will not interleave; 405B's 16M batch feeds its 8 stages.
+    def plan(model, tokens):
+        s = Scenario(
+            model=ModelSpec.preset(model), tokens=tokens, chips=16_384, accelerators=("h100-sxm",), framework="pytorch"
+        )
+        return recommend.recommend(options.evaluate(s), "pytorch")
+
+    tight = plan("llama3-70b", 15e12)
+    best = tight.best
+    assert best["pipeline_parallel"] > best["micro_batches"]
+    line = next(r for r in tight.reasons if r.startswith("Batch:"))
+    needed = best["global_batch_tokens"] * best["pipeline_parallel"] / best["micro_batches"]
+    assert f"at least {needed / 1e6:.1f}M tokens" in line and f"{best['pipeline_parallel']}-stage" in line
+    fed = plan("llama3-405b", 15.6e12)
+    assert fed.best["micro_batches"] >= fed.best["pipeline_parallel"] > 1
+    assert not any(r.startswith("Batch:") for r in fed.reasons)

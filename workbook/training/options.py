@@ -530,6 +530,7 @@ OUTPUT_COLUMNS = [
     "recompute",
     "zero_stage",
     "global_batch_tokens",
+    "micro_batches",
     "min_chips_to_fit",
     "max_chips_for_batch",
     "step_s",

@@ -160,6 +160,23 @@ def _close_call(best: dict, other: dict) -> str | None:
     return f"Too close to call on price against {other['name']} on {other['cloud']}: decide on {', '.join(criteria)}."
 
 
+def _pipeline_batch(best: dict) -> str | None:
+    """A pipeline fed fewer micro-batches a step than it has stages: Megatron interleaves a pipeline's stages only
+    over a multiple of them (``forward_backward_pipelining_with_interleaving``), and the planned step charges the
+    interleaved bubble, so the plan needs the batch that feeds every stage."""
+    stages, micro = best.get("pipeline_parallel") or 1, best.get("micro_batches")
+    if stages <= 1 or micro is None or micro >= stages:
+        return None
+    batch = best["global_batch_tokens"]
+    return (
+        f"Batch: the {batch / 1e6:.1f}M-token global batch gives this layout's {stages}-stage pipeline "
+        f"{micro:.1f} micro-batches a step; Megatron interleaves a pipeline only over a multiple of its stages, and "
+        f"the times above assume it does: plan a global batch of at least {batch * stages / micro / 1e6:.1f}M tokens "
+        f"(Llama 3.1 405B's grew from 4M to 16M during its run), or its idle time adds about "
+        f"{(stages - 1) / micro:.0%} to the compute of each step."
+    )
+
+
 def _late_risk(best: dict) -> str | None:
     """When the slow end of the time range (porting included) passes the deadline: the pick may miss it."""
     deadline = best.get("deadline_days")
@@ -346,6 +363,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         f"Memory fits: {gigabytes(best['memory_per_chip_gb'])} needed per chip of {gigabytes(best['hbm_gb'])} "
         f"(at least {count(best['min_chips_to_fit'], 'chip')} needed to fit the model)."
     )
+    reasons.extend(line for line in [_pipeline_batch(best)] if line)
     age = "about " if best["price_as_of_approx"] else ""
     caveat = (
         " It comes from a secondary source, not the provider's price list: confirm it before committing."
