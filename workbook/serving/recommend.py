@@ -190,6 +190,11 @@ def _interference_words(o: dict) -> str:
     return "Prefill is interleaved with decode steps, so both include its interference and the queueing."
 
 
+def _mean_count(value: float) -> str:
+    """A mean count in words: 19, 1,240; 0.3 where it is under ten (a lightly loaded replica, not "0")."""
+    return f"{value:.1f}" if value < 10 else f"{value:,.0f}"
+
+
 def _spread_words(scenario) -> str:
     """The answers' spread where the user gave one: their long tail holds the cache longer."""
     if not scenario.output_tokens_p99:
@@ -351,7 +356,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         _stack_line(best, scenario),
         f"Memory per chip: {gigabytes(best['memory_per_chip_gb'])} of {gigabytes(best['hbm_gb'])} "
         f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])} for the "
-        f"{best['sequences']:,.0f} sequences in flight{_spread_words(scenario)}).",
+        f"{_mean_count(best['sequences'])} sequences in flight on average{_spread_words(scenario)}).",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, {price_basis(best)} "
         f"as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
         f"{per_million_tokens(best['usd_per_million_tokens_at_full_load'])}.",
