@@ -165,3 +165,13 @@ def test_a_pipeline_fed_fewer_micro_batches_than_stages_is_told_the_batch_it_nee
     fed = plan("llama3-405b", 15.6e12)
     assert fed.best["micro_batches"] >= fed.best["pipeline_parallel"] > 1
     assert not any(r.startswith("Batch:") for r in fed.reasons)
+
+
+def test_overlapping_ranges_are_said_once():
+    # The comparison with the runner-up and the close-call line would otherwise both say the ranges overlap.
+    r = _rec()
+    close = [line for line in r.reasons if line.startswith("Too close to call")]
+    assert len(close) == 1 and "(the cost ranges overlap)" in close[0]
+    other = close[0].split("against ")[1].split(" on ")[0]
+    versus = next(line for line in r.reasons if f"than {other}" in line)
+    assert "ranges overlap" not in versus

@@ -157,7 +157,10 @@ def _close_call(best: dict, other: dict) -> str | None:
         criteria.append(f"price certainty ({firm['name']}'s price is from the provider)")
     if not criteria:
         criteria.append("capacity you can actually reserve and your team's experience")
-    return f"Too close to call on price against {other['name']} on {other['cloud']}: decide on {', '.join(criteria)}."
+    return (
+        f"Too close to call on price against {other['name']} on {other['cloud']} (the cost ranges overlap): decide "
+        f"on {', '.join(criteria)}."
+    )
 
 
 def _pipeline_batch(best: dict) -> str | None:
@@ -277,14 +280,15 @@ def _billed_past_job(option: dict) -> bool:
     return bool(option.get("term_months")) and option["amortised_cost_usd"] < option["cost_usd"]
 
 
-def _compare(best: dict, other: dict) -> str:
-    """'<best> is X% cheaper than <other>', with time or overlap. Against a commitment billed for more than the job,
-    first against the job's share of it (what a team that uses the rest of the term pays), then its whole-term bill
-    (what a team that does not pays)."""
+def _compare(best: dict, other: dict, say_overlap: bool = True) -> str:
+    """'<best> is X% cheaper than <other>', with time or overlap (``say_overlap``: unless a close-call line follows,
+    :func:`_close_call`, which says it). Against a commitment billed for more than the job, first against the job's
+    share of it (what a team that uses the rest of the term pays), then its whole-term bill (what a team that does
+    not pays)."""
     if _far_later(best, other):
         tail = f" It would finish {other['finish_days'] / best['finish_days']:.0f} times later, so time rules it out."
     else:
-        overlap = best["cost_usd_high"] >= other["cost_usd_low"]
+        overlap = say_overlap and best["cost_usd_high"] >= other["cost_usd_low"]
         tail = " The cost ranges overlap, so the two are close within the uncertainty." if overlap else ""
     if not _billed_past_job(other):
         return f"{best['name']} is {_versus(best['cost_usd'], other['cost_usd'])} than {describe(other)}.{tail}"
@@ -343,10 +347,8 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     ]
     if runners:  # against the cheapest runner-up that is an alternative on time, else the cheapest
         other = next((o for o in runners if not _far_later(best, o)), runners[0])
-        reasons.append(_compare(best, other))
         close = _close_call(best, other)
-        if close:
-            reasons.append(close)
+        reasons.extend(line for line in (_compare(best, other, say_overlap=close is None), close) if line)
     rival = next((o for o in ranked if o["kind"] != best["kind"]), None)
     if rival is not None and rival not in runners[:1]:
         reasons.append(f"Best {rival['kind_label']} alternative: {_compare(best, rival)}")
