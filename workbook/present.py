@@ -65,6 +65,11 @@ def grouped(number: pl.Expr) -> pl.Expr:
     return digits.str.replace_all(r"(\d{3})", "${1},").str.strip_chars_end(",").str.reverse()
 
 
+def counted(number: pl.Expr, word: str) -> pl.Expr:
+    """:func:`count` over a column: "1 chip", "1,024 chips"."""
+    return pl.format("{} {}", grouped(number), pl.when(number == 1).then(pl.lit(word)).otherwise(pl.lit(word + "s")))
+
+
 def days(value: float) -> str:
     """18.5 days, 240 days."""
     return f"{value:.1f} days" if value < 100 else f"{value:,.0f} days"

@@ -38,6 +38,13 @@ def test_grouped_writes_a_column_of_whole_numbers_with_thousands_separators():
     ]
 
 
+def test_counted_writes_a_column_of_counts_as_count_does_one_included():
+    # A 1-chip replica's looser-target clause was lost: "{} chip{}" with no plural is null, and so was the sentence.
+    frame = pl.DataFrame({"n": [1, 2, 1024]})
+    words = frame.select(present.counted(pl.col("n"), "chip"))["n"].to_list()
+    assert words == ["1 chip", "2 chips", "1,024 chips"] == [present.count(n, "chip") for n in (1, 2, 1024)]
+
+
 def test_token_prices_keep_enough_figures_that_neighbours_in_a_ranking_differ():
     # 8B at 200 requests/s: $0.055 and $0.062 per million output tokens, "12% cheaper", once both read "$0.06".
     assert present.token_price(0.055) == "$0.055" and present.token_price(0.0623) == "$0.062"

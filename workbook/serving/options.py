@@ -27,7 +27,7 @@ from workbook import catalog as catalog_mod
 from workbook.catalog import Catalog
 from workbook.model import cost
 from workbook.model.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
-from workbook.present import grouped
+from workbook.present import counted, grouped
 from workbook.serving import disaggregated, replica
 from workbook.serving.band import KINDS, throughput_band
 from workbook.serving.calibration import ServingEfficiency, calibrate
@@ -105,9 +105,8 @@ def _why_not(s: ServeScenario) -> pl.Expr:
         pl.when(~pl.col("any_fits"))
         .then(
             pl.format(
-                "weights and one sequence's KV cache do not fit even in a replica of {} chip{}",
-                pl.col("max_tensor_parallel"),
-                pl.when(pl.col("max_tensor_parallel") == 1).then(pl.lit("")).otherwise(pl.lit("s")),
+                "weights and one sequence's KV cache do not fit even in a replica of {}",
+                counted(pl.col("max_tensor_parallel"), "chip"),
             )
         )
         .when(~pl.col("any_tpot"))
@@ -467,9 +466,9 @@ def evaluate_serving(
         pl.format(
             "; allowing {}, what replicas of {} give at {} load, {} would serve it",
             "relaxed_targets",
-            pl.format("{} chip{}", "tensor_parallel", pl.when(pl.col("tensor_parallel") > 1).then(pl.lit("s"))),
+            counted(pl.col("tensor_parallel"), "chip"),
             pl.lit(f"{s.headroom:.0%}"),
-            pl.format("{} chips", grouped(pl.col("relaxed_chips"))),
+            counted(pl.col("relaxed_chips"), "chip"),
         )
     )
     reason = (
