@@ -315,15 +315,10 @@ def what_targets_cost(at: pl.DataFrame, s: ServeScenario, demand_rps: float) -> 
                 * pl.col("tensor_parallel")
             ),
         )
-        .with_columns(
-            relaxed_targets=pl.concat_str(
-                [pl.when(pl.col(f"relaxed_{c}").is_not_null()).then(words[c]) for c in words],
-                separator=" and ",
-                ignore_nulls=True,
+        .with_columns(  # the loosened targets in words (a null one's words are null and left out)
+            relaxed_targets=pl.when(pl.col("relaxed_chips").is_not_null()).then(
+                pl.format("{} at p99", pl.concat_str(list(words.values()), separator=" and ", ignore_nulls=True))
             )
-        )
-        .with_columns(
-            relaxed_targets=pl.when(pl.col("relaxed_targets") != "").then(pl.format("{} at p99", "relaxed_targets"))
         )
         .select(*KEYS, *RELAXED_COLUMNS)
     )
