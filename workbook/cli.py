@@ -79,7 +79,8 @@ TRAIN_KEYS = [
     "context_parallel",
     "expert_parallel",
     "data_parallel",
-    "global_batch_tokens",
+    "global_batch_tokens",  # asked for (yours, or the default by model size)
+    "planned_batch_tokens",  # what the layout runs: whole micro-batches per rank, a default raised to feed a pipeline
     "micro_batches",  # per data-parallel rank and step: a pipeline of more stages than this cannot interleave
     "recompute",
     "goodput",

@@ -1,6 +1,7 @@
 """The parallelism planner against published layouts, the Korthikanti memory formulas, and properties."""
 
 import json
+import math
 
 import polars as pl
 import pytest
@@ -200,3 +201,52 @@ def test_a_tpu_multislice_job_shards_data_parallel_within_slices_rather_than_pip
     row = options.evaluate_full(s).row(0, named=True)
     assert row["feasible"] and row["pipeline_parallel"] <= 2 and row["data_parallel"] >= 64
     assert row["exposed_comm_s"] == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 512), st.integers(1, 2**19), st.sampled_from([1, 2, 4]))
+def test_the_expert_degree_of_a_whole_layout_divides_the_experts_and_the_ranks(experts, d, c):
+    # Megatron's expert groups tile the data x context ranks: Llama 4 Maverick's 128 experts over DP234 x CP2 = 468
+    # ranks split 4 ways (the planner said EP128, which does not divide 468).
+    frame = pl.LazyFrame({"n_experts": [experts], "_c": [float(c)], "_d": [float(d)]})
+    got = parallelism._with_expert_parallel(frame, pl.col("_d")).collect()["_e"].item()
+    assert got == math.gcd(experts, d * c)
+
+
+def _plan_405b(chips, batch):
+    # Llama 3.1 405B (126 layers) on H100 at 8k, the given batch (kept: no default to raise)
+    s = Scenario(
+        model=ModelSpec.preset("llama3-405b"),
+        tokens=15.6e12,
+        accelerators=("h100-sxm",),
+        pricing=("reserved-contract",),
+        chips=chips,
+        assumptions=Assumptions(global_batch_tokens=batch),
+    )
+    return options.evaluate_full(s).row(0, named=True)
+
+
+@pytest.mark.parametrize("batch", [2**21, 2**22, 2**24])
+def test_a_plan_runs_whole_micro_batches_and_interleaves_only_with_one_per_stage(batch):
+    row = _plan_405b(16_384, batch)
+    m, p = row["micro_batches"], row["pipeline_parallel"]
+    assert m == int(m) and m >= 1
+    assert row["planned_batch_tokens"] == m * row["data_parallel"] * 8192
+    assert abs(row["planned_batch_tokens"] - batch) <= 0.5 * row["data_parallel"] * 8192  # within half a micro-batch
+    if 1 < p and m < p:  # no interleaving: the plain 1F1B bubble of the fullest stage's compute
+        assert row["bubble_s"] == pytest.approx(row["compute_s"] * (p - 1) / m)
+    else:
+        assert row["bubble_s"] <= row["compute_s"] * (p - 1) / m
+
+
+def test_a_pipeline_runs_at_its_fullest_stages_pace():
+    # 126 layers on 8 stages: the fullest holds 16, so a step takes 16 / 15.75 of an even split's compute.
+    row = _plan_405b(16_384, 2**24)
+    assert row["pipeline_parallel"] == 8 and ModelSpec.preset("llama3-405b").n_layers == 126
+    recompute = {
+        "none": 1.0,
+        "full": parallelism.FULL_RECOMPUTE_FACTOR,
+        "selective": 1 + row["attention_flops_per_token"] / 3 / row["flops_per_token"],
+    }[row["recompute"]]
+    even = row["flops_per_token"] * row["planned_batch_tokens"] / (16_384 * row["peak_flops_per_s"] * row["efficiency"])
+    assert row["compute_s"] == pytest.approx(even * recompute * 16 / 15.75)

@@ -5,7 +5,7 @@ import math
 import polars as pl
 
 from workbook.training import options, recommend
-from workbook.training.scenario import Constraints, ModelSpec, Scenario
+from workbook.training.scenario import Assumptions, Constraints, ModelSpec, Scenario
 
 
 def _rec(framework="pytorch", **constraints):
@@ -147,21 +147,37 @@ def test_a_capacity_risk_says_why_the_chips_may_not_be_there():
     assert "a large order; as large as the largest single job documented on them (16,384 chips)" in h100, h100
 
 
-def test_a_pipeline_fed_fewer_micro_batches_than_stages_is_told_the_batch_it_needs():
-    # Llama 3 70B on Meta's 16,384 H100 at the default 4M-token batch: 512 sequences of 8k over DP256 give a
-    # 4-stage pipeline 2 micro-batches, which Megatron will not interleave; 405B's 16M batch feeds its 8 stages.
-    def plan(model, tokens):
+def test_a_pipeline_fed_fewer_micro_batches_than_stages_is_charged_and_told_the_batch_it_needs():
+    # Llama 3 70B on Meta's 16,384 H100 at a 4M-token batch: 512 sequences of 8k leave at most DP512, so a pipeline,
+    # and 2 micro-batches for 4 stages, which Megatron will not interleave: the plan charges the plain bubble and
+    # says the batch that would let it interleave. A default batch is raised to feed the pipeline instead, and said.
+    def plan(model, tokens, batch=None):
         s = Scenario(
-            model=ModelSpec.preset(model), tokens=tokens, chips=16_384, accelerators=("h100-sxm",), framework="pytorch"
+            model=ModelSpec.preset(model),
+            tokens=tokens,
+            chips=16_384,
+            accelerators=("h100-sxm",),
+            framework="pytorch",
+            assumptions=Assumptions(global_batch_tokens=batch),
         )
         return recommend.recommend(options.evaluate(s), "pytorch")
 
-    tight = plan("llama3-70b", 15e12)
-    best = tight.best
-    assert best["pipeline_parallel"] > best["micro_batches"]
-    line = next(r for r in tight.reasons if r.startswith("Batch:"))
-    needed = best["global_batch_tokens"] * best["pipeline_parallel"] / best["micro_batches"]
-    assert f"at least {needed / 1e6:.1f}M tokens" in line and f"{best['pipeline_parallel']}-stage" in line
+    def batch_line(rec):
+        return next(r for r in rec.reasons if r.startswith("Batch:"))
+
+    given = plan("llama3-70b", 15e12, batch=4 * 2**20)
+    best = given.best
+    assert best["pipeline_parallel"] > best["micro_batches"] and best["planned_batch_tokens"] == 4 * 2**20
+    needed = best["planned_batch_tokens"] * best["pipeline_parallel"] / best["micro_batches"]
+    line = batch_line(given)
+    assert f"at least {needed / 1e6:.1f}M tokens" in line and "counted in the times above" in line
+    assert f"adds {(best['pipeline_parallel'] - 1) / best['micro_batches']:.0%}" in line
+    raised = plan("llama3-70b", 15e12)
+    best = raised.best
+    assert best["micro_batches"] >= best["pipeline_parallel"] > 1
+    assert best["global_batch_tokens"] < best["planned_batch_tokens"] <= best["max_global_batch_tokens"]
+    assert "not the default" in batch_line(raised)
+    assert raised.best["train_days"] < given.best["train_days"]
     fed = plan("llama3-405b", 15.6e12)
     assert fed.best["micro_batches"] >= fed.best["pipeline_parallel"] > 1
     assert not any(r.startswith("Batch:") for r in fed.reasons)

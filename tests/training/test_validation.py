@@ -3,12 +3,16 @@
 Measured with the parallelism planner (issue 12), 38 full runs (Llama 3.2 1B/3B and LaMDA left out with their stated
 reasons; Meta's Llama 3 runs at the stated 16K-GPU cluster), each compared on the basis its chip-hours were counted
 (job total vs chips x calendar days), planned at its published global batch and with its published architecture
-(``model_shape``): median |ln(pred/real)| 0.117 in-sample, 0.134 leave one family out (the issue's target is 0.15),
-no run beyond 2x in-sample or held out, naive baseline median 0.501, exact-FLOPs rule 0.493. With shapes derived from
-the parameter counts: 0.117 / 0.168; before the per-basis goodput (39 runs, one goodput): 0.201 / 0.243.
+(``model_shape``): median |ln(pred/real)| 0.117 in-sample, 0.142 leave one family out (the issue's target is 0.15),
+no run beyond 2x in-sample or held out, naive baseline median 0.501, exact-FLOPs rule 0.493. Since pipelines
+interleave only with a micro-batch per stage (a default batch raised to feed them, at most 4x), ranks run whole
+micro-batches, stages hold whole layers and expert groups tile the ranks: 0.117 / 0.134 before (Meta's Llama 3 8B and
+70B, 16K GPUs assumed, were matched by pipelines of 2 micro-batches for 4 stages charged an interleaved bubble; now
+their 8B runs are the worst, 0.56x-0.63x of the published hours). With shapes derived from the parameter counts:
+0.117 / 0.168 (before); before the per-basis goodput (39 runs, one goodput): 0.201 / 0.243.
 
-MLPerf rows (21, minutes to train, benchmark timing: no whole-run accounting): median |ln| 0.147 in-sample, 0.275
-with each family held out; before goodput depended on the timing basis they were predicted with the whole-run
+MLPerf rows (21, minutes to train, benchmark timing: no whole-run accounting): median |ln| 0.149 in-sample, 0.278
+with each family held out (0.147 / 0.275 before the pipeline rule); before goodput depended on the timing basis they were predicted with the whole-run
 accounting (0.79): median 0.270, e.g. GB200 405B on 512 GPUs 133 min vs 106 measured (now 106).
 """
 
@@ -26,8 +30,8 @@ from workbook.training import calibration, validation
 # 0.117, leave one family out 0.140 to 0.134, MLPerf rows held out 0.296 to 0.275.
 MEDIAN_GUARD = 0.125
 BEYOND_TWO_X_GUARD = 0
-HELD_OUT_MEDIAN_GUARD = validation.TARGET_MEDIAN_ABS_LN_ERROR  # leave one family out, all runs: 0.134 today
-BENCHMARK_MEDIAN_GUARD = 0.18  # MLPerf rows in minutes, in-sample: 0.147 today (0.275 held out)
+HELD_OUT_MEDIAN_GUARD = validation.TARGET_MEDIAN_ABS_LN_ERROR  # leave one family out, all runs: 0.142 today
+BENCHMARK_MEDIAN_GUARD = 0.18  # MLPerf rows in minutes, in-sample: 0.149 today (0.278 held out)
 FACTOR_TWO = math.log(2)
 
 

@@ -8,8 +8,10 @@ the fastest one that fits in memory and respects the global batch:
   2 reduce-scatters of s*b*h*2 B forward and as many backward (plus the forward ones again under full
   recompute), over the scale-up links, not overlapped;
 * **pipeline (PP)** p: 1F1B with v interleaved chunks of ``LAYERS_PER_CHUNK`` layers, bubble = (p-1)/(v*m) of
-  the compute for m micro-batches per step (Narayanan et al. 2021, Sec. 2.2); point-to-point sends of one
-  micro-batch's activations per chunk boundary;
+  the compute for m micro-batches per step (Narayanan et al. 2021, Sec. 2.2); interleaved only with at least one
+  micro-batch per stage (m >= p, as Megatron's interleaved schedule requires), else v = 1; stages of whole layers,
+  the pipeline running at its fullest stage's pace (ceil(layers / p)); point-to-point sends of one micro-batch's
+  activations per chunk boundary;
 * **context (CP)** c: each chip holds s/c of the sequence; ring attention passes the keys and values of the
   other c-1 blocks per layer (forward once, backward twice);
 * **expert (EP)** e = min(experts, data x context ranks): routed experts split e ways; each token's hidden
@@ -21,7 +23,8 @@ the fastest one that fits in memory and respects the global batch:
 * **recompute** none / selective (attention scores recomputed, + their forward FLOPs) / full (the whole
   forward again: 4/3 of the compute).
 
-Global batch: d x micro-batch x sequence <= global batch tokens, so m = G / (d*b*s) >= 1.
+Global batch: each rank runs m whole micro-batches of b sequences, m = G / (d*b*s) to the nearest whole one (at
+least 1), so the batch planned (``planned_batch_tokens``) is m*d*b*s, within half a micro-batch per rank of G.
 Step time = compute x recompute x (1 + bubble) + TP traffic + exposed traffic, where compute = model FLOPs /
 (chips x peak x kernel efficiency) and the other traffic hides behind the pass it runs in, as Megatron overlaps it:
 the weights' all-gather behind the forward pass (a third of the compute without recompute), the gradients'
@@ -49,6 +52,7 @@ RECOMPUTE = ("none", "selective", "full")
 ZERO_STAGES = (1, 3)  # distributed optimizer (any layout) or FSDP (no pipeline)
 MIN_TOKENS_PER_CP_RANK = 4096  # NVIDIA recipes split 8k sequences at most 2 ways (DGXC Llama 3.1 70B/405B: CP2)
 LAYERS_PER_CHUNK = 2  # interleaved pipeline chunk: NVIDIA DGXC Llama 3.1 405B recipe, PP9 x VP7 for 126 layers
+GCD_STEPS = 30  # Euclid's steps for the expert-parallel degree: enough for any two numbers below 2**20
 ACTIVATION_BYTES = 2  # bf16 activations on the wire
 SP_COLLECTIVES = 8  # per layer per micro-batch: (2 all-gather + 2 reduce-scatter) x (forward + backward)
 SP_COLLECTIVES_FULL_RECOMPUTE = 12  # the forward ones run again
@@ -66,6 +70,7 @@ PLAN_COLUMNS = (
     "recompute",
     "zero_stage",
     "micro_batches",
+    "planned_batch_tokens",
     "step_s",
     *STEP_PARTS,
     "mfu_planned",
@@ -136,15 +141,15 @@ def _memory(s: dict, d: pl.Expr, m: pl.Expr, shared: dict[str, pl.Expr] | None =
     """Bytes per chip by component for the layout columns and ``d`` data-parallel ranks (``shared``:
     :func:`_shared` as columns, where the caller has added them)."""
     t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
-    shared = shared or _shared(d)
+    shared = shared or _shared(d, m)
     v, e = shared["_chunks"], shared["expert_parallel"]
     # ZeRO shards a dense parameter's states over the d x c data-parallel ranks, an expert's over the ranks that
     # hold the same experts, d x c / EP (Megatron's expert data-parallel group)
     dense = memory.model_state_bytes(shared["_dense_slice"], d * c, pl.col("zero_stage"))
     experts = memory.model_state_bytes(shared["_expert_slice"], d * c / e, pl.col("zero_stage"))
     parts = {k: dense[k] + experts[k] for k in dense}
-    in_flight = pl.min_horizontal(p, m) / p * pl.when(v > 1).then(1 + (p - 1) / (p * v)).otherwise(1.0)
-    live = pl.col("n_layers") * in_flight
+    in_flight = pl.min_horizontal(p, m) * pl.when(v > 1).then(1 + (p - 1) / (p * v)).otherwise(1.0)
+    live = shared["_stage_layers"] * in_flight
     seq = pl.col("seq_len") / c
     b = s["micro_batch"]
     act = pl.lit(0.0)
@@ -158,29 +163,46 @@ def _memory(s: dict, d: pl.Expr, m: pl.Expr, shared: dict[str, pl.Expr] | None =
     return parts
 
 
-def _shared(d: pl.Expr) -> dict[str, pl.Expr]:
-    """What memory and step time both read: expert-parallel degree, parameters per rank, pipeline chunks."""
+def _shared(d: pl.Expr, m: pl.Expr, e: pl.Expr | None = None) -> dict[str, pl.Expr]:
+    """What memory and step time both read: expert-parallel degree (``e``, default as many ways as there are experts
+    or data x context ranks), layers and parameters of the fullest pipeline stage's rank, pipeline chunks."""
     t, p = pl.col("_t"), pl.col("_p")
-    e = _expert_parallel(d)
-    dense = (pl.col("params") - pl.col("expert_params")) / (t * p)
-    experts = pl.col("expert_params") / (t * p * e)
+    e = pl.min_horizontal(pl.col("n_experts").cast(pl.Float64), d * pl.col("_c")) if e is None else e
+    stage = (pl.col("n_layers") / p).ceil()
+    fullest = stage / pl.col("n_layers")  # the share of the layers on the fullest stage
+    dense = (pl.col("params") - pl.col("expert_params")) * fullest / t
+    experts = pl.col("expert_params") * fullest / (t * e)
     return {
         "expert_parallel": e,
+        "_stage_layers": stage,
         "_dense_slice": dense,
         "_expert_slice": experts,
         "_slice_params": dense + experts,
-        "_chunks": _chunks(),
+        "_chunks": _chunks(stage, m),
     }
 
 
-def _expert_parallel(d: pl.Expr) -> pl.Expr:
-    return pl.min_horizontal(pl.col("n_experts").cast(pl.Float64), d * pl.col("_c"))
+def _with_expert_parallel(frame: pl.LazyFrame, d: pl.Expr) -> pl.LazyFrame:
+    """``frame`` with ``_e``, the expert-parallel degree of a whole layout: the greatest common divisor of the
+    experts and the data x context ranks (Megatron's expert groups tile the data-parallel ranks, each holding the
+    same share of the experts: 128 experts over 468 ranks split 4 ways, not 128), by Euclid's steps, one column
+    each."""
+    frame = frame.with_columns(_e=pl.col("n_experts").cast(pl.Int64), _r=(d * pl.col("_c")).round().cast(pl.Int64))
+    for _ in range(GCD_STEPS):
+        done = pl.col("_r") == 0
+        frame = frame.with_columns(
+            _e=pl.when(done).then(pl.col("_e")).otherwise(pl.col("_r")),
+            _r=pl.when(done).then(0).otherwise(pl.col("_e") % pl.col("_r").clip(lower_bound=1)),
+        )
+    return frame.with_columns(pl.col("_e").cast(pl.Float64)).drop("_r")
 
 
-def _chunks() -> pl.Expr:
-    """Interleaved pipeline chunks per stage (1 without a pipeline)."""
-    per_stage = pl.col("n_layers") / pl.col("_p")
-    return pl.when(pl.col("_p") > 1).then((per_stage / LAYERS_PER_CHUNK).floor().clip(lower_bound=1)).otherwise(1.0)
+def _chunks(stage_layers: pl.Expr, m: pl.Expr) -> pl.Expr:
+    """Interleaved pipeline chunks per stage: 1 without a pipeline, and 1 where a step has fewer micro-batches than
+    the pipeline has stages (Megatron's interleaved schedule needs at least one per stage:
+    ``forward_backward_pipelining_with_interleaving``), so its bubble is the plain 1F1B one, (p - 1) / m."""
+    interleaved = (pl.col("_p") > 1) & (m >= pl.col("_p"))
+    return pl.when(interleaved).then((stage_layers / LAYERS_PER_CHUNK).floor().clip(lower_bound=1)).otherwise(1.0)
 
 
 def _link(group: pl.Expr) -> pl.Expr:
@@ -212,8 +234,8 @@ def _step(
     """Seconds per optimizer step by part, for the layout columns (``shared``: :func:`_shared`)."""
     t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
     e, slice_params, v = shared["expert_parallel"], shared["_slice_params"], shared["_chunks"]
-    g = pl.col("global_batch_tokens")
-    layers = pl.col("n_layers") / p
+    g = pl.col("_batch")
+    layers = shared["_stage_layers"]
     h = pl.col("hidden_dim")
     flops = pl.col("flops_per_token") * g
     recompute = (
@@ -223,7 +245,9 @@ def _step(
         .then(1 + pl.col("attention_flops_per_token") / 3 / pl.col("flops_per_token"))
         .otherwise(1.0)
     )
-    compute = flops / (chips * pl.col("peak_flops_per_s") * efficiency) * recompute
+    # the pipeline runs at its fullest stage's pace (126 layers on 8 stages: 16 on the fullest, not 15.75)
+    imbalance = layers * p / pl.col("n_layers")
+    compute = flops / (chips * pl.col("peak_flops_per_s") * efficiency) * recompute * imbalance
     bubble = compute * (p - 1) / (v * m)
     tokens_per_rank = g / (d * c)  # tokens one tensor-parallel group processes per step
     sp = pl.when(pl.col("recompute") == "full").then(SP_COLLECTIVES_FULL_RECOMPUTE).otherwise(SP_COLLECTIVES)
@@ -266,6 +290,7 @@ INPUT_COLUMNS = (
     "vocab_size",
     "seq_len",
     "global_batch_tokens",
+    "max_global_batch_tokens",
     "flops_per_token",
     "attention_flops_per_token",
     "hbm_bytes",
@@ -297,18 +322,31 @@ def plan(frame: pl.DataFrame, chips: str, efficiency: str, settings: dict, exact
     return base.join(planned, on=keys, how="left", nulls_equal=True, maintain_order="left")
 
 
+def _micro_batches(d: pl.Expr, micro_batch_tokens: pl.Expr) -> pl.Expr:
+    """Micro-batches per data-parallel rank and step, whole: the requested batch's share to the nearest whole one
+    (at least one), raised to one per pipeline stage where the batch may grow that far (``max_global_batch_tokens``:
+    a default batch, not one the user or the run's paper gave), so that the pipeline interleaves."""
+    share = pl.col("global_batch_tokens") / (d * micro_batch_tokens)
+    m = share.round().clip(lower_bound=1.0)
+    most = (pl.col("max_global_batch_tokens") / (d * micro_batch_tokens)).floor()
+    fed = pl.min_horizontal(pl.col("_p"), most)
+    return pl.when(m < pl.col("_p")).then(pl.max_horizontal(m, fed)).otherwise(m)
+
+
 def _best_layouts(rows: pl.DataFrame, chips: str, efficiency: str, settings: dict, exact: bool) -> pl.DataFrame:
     """:data:`PLAN_COLUMNS` of the best layout for each ``_row`` of ``rows`` (rows with no layout left out)."""
     n = pl.col(chips).cast(pl.Float64)
     model_parallel = pl.col("_t") * pl.col("_p") * pl.col("_c")
     d = n / model_parallel
-    b = settings["micro_batch"]
-    m = pl.col("global_batch_tokens") / (d * b * pl.col("seq_len"))
+    m = _micro_batches(d, settings["micro_batch"] * pl.col("seq_len"))
     expanded = _candidates(rows.lazy(), settings, n).with_columns(_d=d).with_columns(_m=m)
     if exact:
         expanded = expanded.filter(pl.col("_d").floor() == pl.col("_d"))
     d, m = pl.col("_d"), pl.col("_m")
-    shared = _shared(d)
+    expanded = expanded.with_columns(_batch=m * d * settings["micro_batch"] * pl.col("seq_len"))
+    if exact:
+        expanded = _with_expert_parallel(expanded, d)
+    shared = _shared(d, m, pl.col("_e") if exact else None)
     expanded = expanded.with_columns(**shared)  # computed once, read by memory and step time
     shared = {k: pl.col(k) for k in shared}
     parts = _memory(settings, d, m, shared)
@@ -320,6 +358,7 @@ def _best_layouts(rows: pl.DataFrame, chips: str, efficiency: str, settings: dic
             **step,
             data_parallel=d,
             micro_batches=m,
+            planned_batch_tokens=pl.col("_batch"),
         )
         .with_columns(
             memory_per_chip_bytes=pl.sum_horizontal([f"{k}_bytes" for k in parts]),
@@ -327,8 +366,9 @@ def _best_layouts(rows: pl.DataFrame, chips: str, efficiency: str, settings: dic
         )
         .with_columns(fits_in_memory=pl.col("memory_per_chip_bytes") <= usable)
     )
-    # The fastest layout that fits; where none does, the one with the least memory (the first in order on ties).
-    fastest = pl.when(pl.col("fits_in_memory")).then(pl.col("step_s")).arg_min()
+    # The fastest layout that fits (per token: layouts plan slightly different batches); where none does, the one
+    # with the least memory (the first in order on ties).
+    fastest = pl.when(pl.col("fits_in_memory")).then(pl.col("step_s") / pl.col("_batch")).arg_min()
     return (
         expanded.group_by("_row")
         .agg(pl.all().get(pl.coalesce(fastest, pl.col("memory_per_chip_bytes").arg_min())))
@@ -339,7 +379,7 @@ def _best_layouts(rows: pl.DataFrame, chips: str, efficiency: str, settings: dic
             data_parallel=pl.col("data_parallel").round().cast(pl.Int64),
             expert_parallel=pl.col("expert_parallel").round().cast(pl.Int64),
             mfu_planned=pl.col("flops_per_token")
-            * pl.col("global_batch_tokens")
+            * pl.col("_batch")
             / (n * pl.col("step_s") * pl.col("peak_flops_per_s")),
         )
         .select("_row", *PLAN_COLUMNS)
@@ -359,10 +399,11 @@ def min_chips(frame: pl.DataFrame, settings: dict) -> pl.DataFrame:
     t, p, c = pl.col("_t"), pl.col("_p"), pl.col("_c")
     big = pl.lit(1e12)
     parts = _memory(settings, big, big)
-    experts = pl.col("expert_params") / (t * p)
+    fullest = (pl.col("n_layers") / p).ceil() / pl.col("n_layers")  # the fullest stage's share of the layers
+    experts = pl.col("expert_params") * fullest / t
     per_param = pl.col("zero_stage").replace_strict({z: memory.sharded_bytes_per_param(z) for z in range(4)})
     kept = memory.STATE_BYTES - per_param  # bytes a parameter keeps on every rank that holds it
-    sharded = per_param * pl.col("params") / (t * p)
+    sharded = per_param * pl.col("params") * fullest / t
     fixed = pl.sum_horizontal(list(parts.values()))  # what is left per chip with unboundedly many ranks
     usable = pl.col("hbm_bytes") * settings["hbm_usable_fraction"]
     d_wide = sharded / (c * (usable - fixed))  # every expert split (d*c >= experts)

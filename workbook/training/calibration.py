@@ -45,7 +45,7 @@ from workbook.catalog.schemas import PRECISIONS
 from workbook.model import flops, parallelism, sizing, throughput
 from workbook.model.spec import ModelSpec
 from workbook.model.units import PEAK_COLUMN, SECONDS_PER_DAY
-from workbook.training.scenario import Assumptions, default_global_batch_tokens
+from workbook.training.scenario import Assumptions, global_batch_columns
 
 SINGLE_POINT_SPREAD = 0.15
 UNSTATED_SEQ_LEN = 2048  # a run whose sequence length is not published is counted at GPT-3's 2,048 tokens
@@ -116,11 +116,15 @@ def runs_frame(catalog: Catalog, runs: pl.DataFrame) -> pl.DataFrame:
             {
                 "run_id": r["run_id"],
                 **{k: v for k, v in shape(r).columns().items() if k not in ("params", "active_params")},
-                "global_batch_tokens": r["global_batch_tokens"] or default_global_batch_tokens(r["params"]),
+                **global_batch_columns(r["global_batch_tokens"], r["params"]),
             }
             for r in runs.iter_rows(named=True)
         ],
-        schema_overrides={"global_batch_tokens": pl.Float64, "expert_params": pl.Float64},
+        schema_overrides={
+            "global_batch_tokens": pl.Float64,
+            "max_global_batch_tokens": pl.Float64,
+            "expert_params": pl.Float64,
+        },
     )
     native = catalog.frameworks.select("framework", "kind", pl.col("efficiency").alias("framework_efficiency"))
     frame = (

@@ -21,7 +21,7 @@ from workbook.model.spec import ModelSpec
 from workbook.model.units import PEAK_COLUMN, SECONDS_PER_DAY
 from workbook.training import calibration as calibration_mod
 from workbook.training import rules
-from workbook.training.scenario import PLATFORMS, Scenario, default_global_batch_tokens
+from workbook.training.scenario import PLATFORMS, Scenario, global_batch_columns
 
 SWITCH_SUPPORT = ("limited", "unsupported")  # below "supported" the team moves to the native stack
 SCALE_ITERATIONS = 8  # most plans per row while sizing: chips depend on the layout, the layout on chips
@@ -114,7 +114,7 @@ def _throughput(s: Scenario, suffix: str) -> pl.Expr:
     scale = pl.col("efficiency") / pl.col(f"efficiency{suffix}")
     step = (pl.col("compute_s") + pl.col("bubble_s")) * scale + pl.col("tp_comm_s") + pl.col("exposed_comm_s")
     chips = pl.col("chips").cast(pl.Float64)
-    return pl.col("flops_per_token") * pl.col("global_batch_tokens") / (chips * step)
+    return pl.col("flops_per_token") * pl.col("planned_batch_tokens") / (chips * step)
 
 
 def jobs(s: Scenario, **vary) -> pl.DataFrame:
@@ -136,7 +136,7 @@ def jobs(s: Scenario, **vary) -> pl.DataFrame:
         {
             "sweep": next(iter(vary), "main"),
             **spec.columns(),
-            "global_batch_tokens": s.assumptions.global_batch_tokens or default_global_batch_tokens(spec.params),
+            **global_batch_columns(s.assumptions.global_batch_tokens, spec.params),
             "tokens": s.tokens * spec.params / m.params,
             "target_days": d,
             "chips_given": None if "days" in vary else s.chips,
@@ -155,6 +155,7 @@ JOB_SCHEMA = {
     "deadline_days": pl.Float64,
     "budget_usd": pl.Float64,
     "global_batch_tokens": pl.Float64,
+    "max_global_batch_tokens": pl.Float64,
 }
 
 
@@ -322,7 +323,9 @@ def _solve_chips(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibrat
         work = bracketed.with_columns(_x_prev=x, _g_prev=g, chips=step.exp()).select(work.columns)
         if work.height == 0:
             break
-    model_parallel = pl.col("tensor_parallel") * pl.col("pipeline_parallel") * pl.col("context_parallel")
+    # whole layouts: data x context ranks a multiple of the expert-parallel degree (its groups tile them)
+    ranks = pl.max_horizontal("context_parallel", "expert_parallel")  # both powers of two in practice
+    model_parallel = pl.col("tensor_parallel") * pl.col("pipeline_parallel") * ranks
     block = pl.max_horizontal(pl.col("block_chips"), model_parallel.fill_null(1))
     up = sizing.round_to_allowed(pl.col("_next"), block)
     down = sizing.round_down_to_allowed(pl.col("max_chips_for_batch").cast(pl.Float64), block)
@@ -530,6 +533,8 @@ OUTPUT_COLUMNS = [
     "recompute",
     "zero_stage",
     "global_batch_tokens",
+    "max_global_batch_tokens",
+    "planned_batch_tokens",
     "micro_batches",
     "min_chips_to_fit",
     "max_chips_for_batch",

@@ -33,6 +33,7 @@ FAR_LATER = 2.0
 # (405B on 15T tokens in 80 days: the pick is a $532M TPU term, and 16,384 H100s finish in 82 days for $88M).
 NEAR_MISS_DAYS = 0.10
 NEAR_MISS_COST = 0.5
+BATCH_SAID = 0.10  # a planned batch this far from the one asked for is said (whole micro-batches on each rank)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,20 +164,45 @@ def _close_call(best: dict, other: dict) -> str | None:
     )
 
 
-def _pipeline_batch(best: dict) -> str | None:
-    """A pipeline fed fewer micro-batches a step than it has stages: Megatron interleaves a pipeline's stages only
-    over a multiple of them (``forward_backward_pipelining_with_interleaving``), and the planned step charges the
-    interleaved bubble, so the plan needs the batch that feeds every stage."""
-    stages, micro = best.get("pipeline_parallel") or 1, best.get("micro_batches")
-    if stages <= 1 or micro is None or micro >= stages:
+def _millions(tokens: float) -> str:
+    return f"{tokens / 1e6:.1f}M"
+
+
+def _batch_line(best: dict) -> str | None:
+    """The batch the plan runs where it is not the one asked for, or where it leaves a pipeline idle.
+
+    A pipeline with fewer micro-batches a step than stages cannot interleave (Megatron's interleaved schedule needs
+    one per stage: ``forward_backward_pipelining_with_interleaving``), so its idle time is (p - 1) / m of the compute,
+    counted in the plan; a default batch is raised (at most ``BATCH_RAISE``-fold) where that feeds the pipeline; any
+    batch runs whole micro-batches on each data-parallel rank."""
+    stages, micro, planned = (
+        best.get("pipeline_parallel") or 1,
+        best.get("micro_batches"),
+        best.get("planned_batch_tokens"),
+    )
+    if micro is None or planned is None:
         return None
-    batch = best["global_batch_tokens"]
+    asked = best["global_batch_tokens"]
+    if micro < stages:
+        return (
+            f"Batch: the {_millions(planned)}-token global batch gives this layout's {stages}-stage pipeline "
+            f"{count(round(micro), 'micro-batch', 'micro-batches')} a step, fewer than its stages, so it cannot "
+            f"interleave (Megatron's interleaved schedule needs one per stage): its idle time adds "
+            f"{(stages - 1) / micro:.0%} to each step's compute, counted in the times above; a global batch of at "
+            f"least {_millions(planned * stages / micro)} tokens would let it interleave."
+        )
+    if abs(planned / asked - 1) <= BATCH_SAID:
+        return None
+    if planned > asked and best.get("max_global_batch_tokens", asked) > asked:
+        return (
+            f"Batch: planned at {_millions(planned)} tokens, not the default {_millions(asked)}: a micro-batch for "
+            f"each of the layout's {stages} pipeline stages lets it interleave (Llama 3.1 405B's batch grew from 4M "
+            f"to 16M tokens during its run); give your own global batch to plan with it."
+        )
+    runs = count(round(micro), "whole micro-batch", "whole micro-batches")
     return (
-        f"Batch: the {batch / 1e6:.1f}M-token global batch gives this layout's {stages}-stage pipeline "
-        f"{micro:.1f} micro-batches a step; Megatron interleaves a pipeline only over a multiple of its stages, and "
-        f"the times above assume it does: plan a global batch of at least {batch * stages / micro / 1e6:.1f}M tokens "
-        f"(Llama 3.1 405B's grew from 4M to 16M during its run), or its idle time adds about "
-        f"{(stages - 1) / micro:.0%} to the compute of each step."
+        f"Batch: planned at {_millions(planned)} tokens, not {_millions(asked)}: each of the "
+        f"{best['data_parallel']:,} data-parallel ranks runs {runs} a step."
     )
 
 
@@ -365,7 +391,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         f"Memory fits: {gigabytes(best['memory_per_chip_gb'])} needed per chip of {gigabytes(best['hbm_gb'])} "
         f"(at least {count(best['min_chips_to_fit'], 'chip')} needed to fit the model)."
     )
-    reasons.extend(line for line in [_pipeline_batch(best)] if line)
+    reasons.extend(line for line in [_batch_line(best)] if line)
     age = "about " if best["price_as_of_approx"] else ""
     caveat = (
         " It comes from a secondary source, not the provider's price list: confirm it before committing."

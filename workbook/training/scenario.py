@@ -55,12 +55,21 @@ RECOMPUTE_CHOICES = ("auto", "none", "selective", "full")
 GLOBAL_BATCH_FLOOR_TOKENS = 4 * 2**20
 GLOBAL_BATCH_FLOOR_PARAMS = 70e9
 GLOBAL_BATCH_EXPONENT = 0.79  # ln(16M / 4M) / ln(405B / 70B)
+BATCH_RAISE = 4  # a default batch may grow 4-fold for its layout: Llama 3.1 405B's went from 4M to 16M tokens
 
 
 def default_global_batch_tokens(params: float) -> float:
     """Tokens per optimizer step when the user gives none (see the published points above)."""
     growth = max(1.0, params / GLOBAL_BATCH_FLOOR_PARAMS) ** GLOBAL_BATCH_EXPONENT
     return GLOBAL_BATCH_FLOOR_TOKENS * growth
+
+
+def global_batch_columns(given: float | None, params: float) -> dict[str, float]:
+    """A job's global batch (``given``, else the default) and the most the planner may raise it to where a layout
+    needs more (a pipeline interleaves only with a micro-batch per stage; every data-parallel rank needs one): a given
+    batch is kept, a default one may grow ``BATCH_RAISE``-fold, as published runs grew theirs at scale."""
+    batch = given or default_global_batch_tokens(params)
+    return {"global_batch_tokens": batch, "max_global_batch_tokens": batch if given else batch * BATCH_RAISE}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -45,6 +45,7 @@ def _jobs(planned: pl.DataFrame, typical_days: float) -> pl.DataFrame:
             "sweep": r["run_id"],
             **calibration_mod.shape(r).columns(),
             "global_batch_tokens": r["global_batch_tokens"],
+            "max_global_batch_tokens": r["max_global_batch_tokens"],
             "tokens": r["tokens"],
             "target_days": None if _chips(r) else typical_days,
             "chips_given": _chips(r),
@@ -88,7 +89,9 @@ def _predict(catalog: Catalog, cal: calibration_mod.Calibration, runs: pl.DataFr
     chips_modelled, layout, predicted_days and predicted chip-hours with their band."""
     parts = []
     planned = calibration_mod.runs_frame(catalog, catalog.reference_runs.join(runs.select("run_id"), on="run_id"))
-    planned = planned.select("run_id", "chips_planned", "global_batch_tokens").join(catalog.reference_runs, on="run_id")
+    planned = planned.select("run_id", "chips_planned", "global_batch_tokens", "max_global_batch_tokens").join(
+        catalog.reference_runs, on="run_id"
+    )
     for (precision, framework), group in planned.group_by("precision", "framework", maintain_order=True):
         jobs = _jobs(group, typical_days)
         scenario = Scenario(
