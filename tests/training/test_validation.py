@@ -12,8 +12,9 @@ their 8B runs are the worst, 0.56x-0.63x of the published hours). With shapes de
 0.117 / 0.168 (before); before the per-basis goodput (39 runs, one goodput): 0.201 / 0.243.
 
 MLPerf rows (21, minutes to train, benchmark timing: no whole-run accounting): median |ln| 0.149 in-sample, 0.278
-with each family held out (0.147 / 0.275 before the pipeline rule); before goodput depended on the timing basis they were predicted with the whole-run
-accounting (0.79): median 0.270, e.g. GB200 405B on 512 GPUs 133 min vs 106 measured (now 106).
+with each family held out (0.147 / 0.275 before the pipeline rule); before goodput depended on the timing basis they
+were predicted with the whole-run accounting (0.79): median 0.270, e.g. GB200 405B on 512 GPUs 133 min vs 106
+measured (now 106).
 """
 
 import dataclasses
