@@ -264,6 +264,13 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also consider separate prefill and decode replicas, chosen where they need fewer chips",
     )
+    p.add_argument(
+        "--router",
+        choices=serving.ROUTERS,
+        default="least-loaded",
+        help="how requests reach replicas: to the least busy (default; prompts share one queue) or round-robin "
+        "(each replica queues its own)",
+    )
 
 
 @functools.cache  # built once per process: parsing leaves it unchanged (no list defaults, no append actions)
@@ -404,6 +411,7 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
             headroom=args.headroom,
             stack_choice=args.stack,
             disaggregation=args.disaggregation,
+            router=args.router,
         )
     except InputError as err:
         raise _flag_error(err) from None

@@ -52,6 +52,7 @@ SERVE_CHANGES = {
     "tpot_ms": 30.0,
     "headroom_pct": 60,
     "disaggregation": True,
+    "router": "round-robin",
     "stack": "generic",
     "pricing": "commit-1y",
     "cloud": "aws",

@@ -245,9 +245,9 @@ def test_overlapping_ranges_are_too_close_to_call_and_name_what_differs():
 
 @pytest.fixture(scope="module")
 def long_prompts():
-    """70B with 100,000-token prompts at 2 requests/s on B200: the 99th-percentile prompt alone takes most of a 4 s
-    first-token target to prefill, so a replica may carry little traffic (another such prompt ahead of it would
-    break the target)."""
+    """70B with 100,000-token prompts at 2 requests/s on B200 behind a round-robin load balancer: the 99th-percentile
+    prompt alone takes most of a 4 s first-token target to prefill, so a replica may carry little traffic (another
+    such prompt queued ahead of it would break the target)."""
     return serving.ServeScenario(
         model=ModelSpec.preset("llama3-70b"),
         prompt_tokens=100_000,
@@ -255,7 +255,22 @@ def long_prompts():
         requests_per_s=2,
         ttft_ms=4000,
         accelerators=("b200",),
+        router="round-robin",
     )
+
+
+def test_a_router_to_the_least_busy_replica_pools_the_prompts_queue(long_prompts):
+    # The same long prompts behind a router that sends each to the least busy replica: a prompt waits only when
+    # every replica is busy, so each may carry more traffic and the fleet is smaller.
+    pooled = dataclasses.replace(long_prompts, router="least-loaded")
+    apart = serving.recommend_serving(serving.evaluate_serving(long_prompts), long_prompts)
+    shared = serving.recommend_serving(serving.evaluate_serving(pooled), pooled)
+    assert shared.best["chips"] < apart.best["chips"] / 2
+    assert shared.best["ttft_ms"] <= pooled.ttft_ms
+    assert apart.best["limit"] == "first-token target" and "round-robin, so each" in apart.reasons[0]
+    # pooled, the first token no longer sizes it; where it does, the card says how requests are routed
+    assert shared.best["limit"] != "first-token target" and "least busy" not in shared.reasons[0]
+    assert "least busy replica" in recommend._router_words({**shared.best, "limit": "first-token target"}, pooled)
 
 
 def test_a_fleet_set_by_its_latency_targets_says_what_looser_ones_would_need(long_prompts):

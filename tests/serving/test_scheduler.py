@@ -41,16 +41,19 @@ def test_the_prompts_ahead_queue_by_their_prefill_work_and_long_prompts_wait_lon
         row = _at(llama70_replica, rho, replica.Scheduler())
         rps, prefill_s, step_s = row["requests_per_s_per_replica"], row["prefill_s"], row["tpot_mean_ms"] / 1000
         load = rps * prefill_s
-        expected = sv.prefill_wait_seconds(rps, prefill_s / s.prompt_tokens, replica.prompt_second_moment(s), load)
+        expected = sv.prefill_wait_seconds(
+            prefill_s / s.prompt_tokens, s.prompt_tokens, replica.prompt_second_moment(s), load
+        )
         no_wait = sv.ttft_seconds(prefill_s, step_s, 0.0, load)
         assert row["ttft_mean_ms"] / 1000 - no_wait == pytest.approx(expected, rel=1e-3)  # free slots: no slot wait
         waits.append(expected)
     assert waits[1] > 4 * waits[0] > 0
-    assert sv.prefill_wait_seconds(1.0, 1e-4, 5000.0**2, 0.5) == pytest.approx(1.0 * 1e-8 * 25e6 / (2 * 0.5))
-    assert sv.prefill_wait_seconds(1.0, 1e-4, 2 * 5000.0**2, 0.5) == pytest.approx(
-        2 * sv.prefill_wait_seconds(1.0, 1e-4, 5000.0**2, 0.5)
+    # one request/s of 5,000-token prompts at 0.1 ms a token: half the replica's time
+    assert sv.prefill_wait_seconds(1e-4, 5000.0, 5000.0**2, 0.5) == pytest.approx(1.0 * 1e-8 * 25e6 / (2 * 0.5))
+    assert sv.prefill_wait_seconds(1e-4, 5000.0, 2 * 5000.0**2, 0.5) == pytest.approx(
+        2 * sv.prefill_wait_seconds(1e-4, 5000.0, 5000.0**2, 0.5)
     )
-    assert math.isinf(sv.prefill_wait_seconds(3.0, 1e-4, 5000.0**2, 1.0))
+    assert math.isinf(sv.prefill_wait_seconds(1e-4, 5000.0, 5000.0**2, 1.0))
 
 
 def test_a_budget_the_decode_tokens_fill_never_starts_a_prompt(llama70_replica):
@@ -232,3 +235,15 @@ def test_the_highest_load_within_the_limits_is_refined_between_grid_loads(llama7
     assert not (beyond["fits_in_memory"] and beyond["meets_ttft"] and beyond["meets_tpot"])
     # the steep edge the 1% grid steps over: the first token's p99 several-fold within one grid step
     assert beyond["ttft_ms"] > 3 * _at(llama70_replica, low - grid, sched)["ttft_ms"]
+
+
+def test_prompts_pooled_over_replicas_wait_as_in_an_m_g_c_queue():
+    # One replica: Pollaczek-Khinchine. Two at half load with exponential prompts (E[S^2] = 2 E[S]^2): M/M/2, whose
+    # chance of waiting is 1/3 and mean wait 1/3 of a service time.
+    assert sv.pooled_wait(0.5, 1.0, 1.0) == pytest.approx(0.5 * 1.0 / 0.5)
+    assert sv.pooled_waiting(0.5, 2.0) == pytest.approx(1 / 3)
+    assert sv.pooled_wait(0.5, 2.0, 1.0) == pytest.approx(1 / 3)
+    # the wait falls as the pool grows at the same load, and a saturated pool never empties
+    waits = [sv.pooled_wait(0.8, float(c), 1.0) for c in (1, 2, 8, 64, 256)]
+    assert all(a > b for a, b in zip(waits, waits[1:], strict=False))
+    assert math.isinf(sv.pooled_wait(1.0, 8.0, 1.0))

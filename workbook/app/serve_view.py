@@ -88,6 +88,12 @@ class ServeView:
                 indent=False,
                 layout=WIDE,
             ),
+            "router": w.Dropdown(
+                options=[("To the least busy replica", "least-loaded"), ("Round-robin", "round-robin")],
+                value="least-loaded",
+                description="Routing",
+                style=STYLE,
+            ),
             "stack": w.ToggleButtons(
                 options=[("Best published stack", "best"), ("Generic open-source stack", "generic")],
                 value="best",
@@ -138,6 +144,7 @@ class ServeView:
             c["tpot_ms"],
             c["headroom_pct"],
             c["disaggregation"],
+            c["router"],
             w.HTML("<b>Where</b>"),
             c["stack"],
             c["pricing"],
@@ -186,6 +193,7 @@ class ServeView:
                 headroom=v["headroom_pct"] / 100,
                 stack_choice=v["stack"],
                 disaggregation=v["disaggregation"],
+                router=v["router"],
             )
         except InputError as err:  # name the control as the page labels it, unit included
             control = self.controls.get(CONTROL_OF_FIELD.get(err.field, err.field))

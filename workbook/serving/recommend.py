@@ -329,6 +329,20 @@ def close_call(best: dict, other: dict) -> str | None:
     )
 
 
+def _router_words(best: dict, scenario) -> str:
+    """Where the first-token target sizes a fleet of several replicas, how requests reach them: it decides how
+    long a prompt waits (``ServeScenario.router``: :func:`workbook.serving.replica.router_pool`)."""
+    if best["limit"] != "first-token target" or best["replicas"] == 1:
+        return ""
+    if scenario.router == "round-robin":
+        return "; requests are spread round-robin, so each replica queues its own prompts"
+    return (
+        "; a router sends each request to the least busy replica (as vLLM's production-stack router, llm-d and NVIDIA "
+        "Dynamo do), so the prompts share one queue: behind a round-robin load balancer each replica would queue its "
+        "own, and more would be needed"
+    )
+
+
 def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
     """Rank ``frame`` (from ``evaluate_serving(scenario)``) and explain the winner."""
     ranked, blocked = rank_per_accelerator(frame, "usd_per_million_tokens")
@@ -350,7 +364,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"{_replica_line(best)} {'serves' if one else 'serve'} {scenario.output_tokens_per_s:,.0f} output "
         f"tokens/s; {'it runs' if one else 'each runs'} at "
         f"{best['utilisation']:.0%} of what it can sustain within your latency targets (headroom target "
-        f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}).",
+        f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}){_router_words(best, scenario)}.",
         *([_disaggregation_line(best)] if best.get("disaggregated") else []),
         _latency_line(best, scenario),
         _stack_line(best, scenario),

@@ -13,29 +13,31 @@ vendor, ``eta_c``); the per-step overhead (:func:`step_overhead`), the all-reduc
 once for every stack (:class:`Factors`).
 
 **Scheduler.** What sets the time to first token under load is how the serving engine admits prompts
-(:class:`Scheduler`, from the submitter's published settings; the default is an engine with no limits, where a
-prompt starts in the next step). A step carries at most ``max_tokens_per_step`` tokens (TensorRT-LLM
-``max_num_tokens``, vLLM ``max_num_batched_tokens``) per micro-batch; with in-flight batching (TensorRT-LLM) or
-chunked prefill (vLLM) each decoding sequence's token takes one of them, so the prompt tokens a replica can start
-per decode step are **budget = stages x max_tokens_per_step - sequences in flight** (without mixing, vLLM runs
-prefill-only steps: stages x max_tokens_per_step). Prompts wait their turn FCFS: a queue of prompt tokens served
-at ``budget`` tokens per step (M/G/1, Pollaczek-Khinchine): with u = lambda x step x mean prompt / budget,
-**wait = lambda step^2 E[P^2] / (2 budget^2 (1 - u))**, and its tail P(W > t) = u exp(-u t / wait) (the
-conditional wait taken exponential). The same prompts ahead also hold it back by their prefill work (an M/G/1
-queue at the GPU's speed, :func:`prefill_work_wait`); the longer of the two waits applies. A prompt then runs
-in ceil(P / per-step share) steps when it may be chunked (one step otherwise). A harness that holds queries for
-``dispatch_window_s`` to batch them (and sends each batch to one of ``replicas_per_dispatcher`` replicas) adds the
-window (half on average) and the prefill of the prompts batched with it. An engine that runs ``steps_per_schedule``
-decode steps per scheduler call (vLLM's multi-step scheduling, ``num_scheduler_steps``) admits prompts only between
-those runs: a prompt also waits out the rest of the run it arrived in, (n - 1) / 2 steps on average and up to n - 1.
-An engine that balances attention run data-parallel (TensorRT-LLM's ``adp_balancing``, each of a replica's chips its
-own sequences) holds new prompts until every rank has one, then ``balance_wait_steps`` more steps, or at most
-``balance_timeout_steps`` steps, and starts them together: a prompt waits out the rest of that cycle
-(:func:`balance_hold_steps`), half of it on average. An engine that schedules the next batch while the GPU runs the
-current one (``schedule_ahead``: TensorRT-LLM's overlap scheduler, on by default in its PyTorch backend, "one extra
-decoding step" its documented cost; vLLM's async scheduling, on by default since 0.14) has made that batch before a
-prompt arriving now can join it: the prompt waits one step more.
-Prompt lengths: lognormal through the
+(:class:`Scheduler`, from the submitter's published settings; the default is an engine with no limits, where a prompt
+starts in the next step). A step carries at most ``max_tokens_per_step`` tokens (TensorRT-LLM ``max_num_tokens``, vLLM
+``max_num_batched_tokens``) per micro-batch; with in-flight batching (TensorRT-LLM) or chunked prefill (vLLM) each
+decoding sequence's token takes one of them, so the prompt tokens a replica can start per decode step are **budget =
+stages x max_tokens_per_step - sequences in flight** (without mixing, vLLM runs prefill-only steps: stages x
+max_tokens_per_step). Prompts wait their turn FCFS: a queue of prompt tokens served at ``budget`` tokens per step
+(M/G/1, Pollaczek-Khinchine): with u = lambda x step x mean prompt / budget, **wait = lambda step^2 E[P^2] / (2 budget^2
+(1 - u))**, and its tail P(W > t) = u exp(-u t / wait) (the conditional wait taken exponential). The same prompts ahead
+also hold it back by their prefill work (an M/G/1 queue at the GPU's speed, :func:`prefill_work_wait`); the longer of
+the two waits applies. Behind a router that sends each request to the least busy replica (``ServeScenario.router``, the
+default: :func:`router_pool`) the fleet's c replicas share one queue of prompts, an M/G/c queue: Erlang C's chance of
+waiting and Allen-Cunneen's mean wait (:func:`workbook.model.serving.pooled_wait`; c = 1 gives the above). The formulas
+were checked against the engine's simulation and published results one replica at a time (``round-robin``, c = 1); the
+pooled form is queueing theory. A prompt then runs in ceil(P / per-step share) steps when it may be chunked (one step
+otherwise). A harness that holds queries for ``dispatch_window_s`` to batch them (and sends each batch to one of
+``replicas_per_dispatcher`` replicas) adds the window (half on average) and the prefill of the prompts batched with it.
+An engine that runs ``steps_per_schedule`` decode steps per scheduler call (vLLM's multi-step scheduling,
+``num_scheduler_steps``) admits prompts only between those runs: a prompt also waits out the rest of the run it arrived
+in, (n - 1) / 2 steps on average and up to n - 1. An engine that balances attention run data-parallel (TensorRT-LLM's
+``adp_balancing``, each of a replica's chips its own sequences) holds new prompts until every rank has one, then
+``balance_wait_steps`` more steps, or at most ``balance_timeout_steps`` steps, and starts them together: a prompt waits
+out the rest of that cycle (:func:`balance_hold_steps`), half of it on average. An engine that schedules the next batch
+while the GPU runs the current one (``schedule_ahead``: TensorRT-LLM's overlap scheduler, on by default in its PyTorch
+backend, "one extra decoding step" its documented cost; vLLM's async scheduling, on by default since 0.14) has made that
+batch before a prompt arriving now can join it: the prompt waits one step more. Prompt lengths: lognormal through the
 mean and the 99th percentile when that is known. The p99 first token is the 99th percentile of the sum of these
 independent delays, not the sum of their percentiles (:func:`workbook.model.serving.percentile_of_sum`).
 
@@ -195,22 +197,35 @@ def prompt_budget(sched: Scheduler, sequences: pl.Expr) -> pl.Expr:
     return (sched.pipeline_stages * sched.max_tokens_per_step - decode).clip(lower_bound=0.0)
 
 
-def prompt_queue(rps: pl.Expr, step_s: pl.Expr, budget: pl.Expr, s: ServeScenario) -> tuple[pl.Expr, pl.Expr]:
-    """(mean wait in seconds, u) of the FCFS queue of prompt tokens served at ``budget`` tokens per step."""
+def prompt_queue(
+    rps: pl.Expr, step_s: pl.Expr, budget: pl.Expr, s: ServeScenario, pool: pl.Expr
+) -> tuple[pl.Expr, pl.Expr]:
+    """(mean wait in seconds, u) of the FCFS queue of prompt tokens served at ``budget`` tokens per step, u = lambda x
+    step x mean prompt / budget; pooled over ``pool`` replicas (:func:`router_pool`)."""
     u = rps * step_s * s.prompt_tokens / budget
-    wait = rps * step_s**2 * prompt_second_moment(s) / (2 * budget**2 * (1 - u))
-    return pl.when(u < 1).then(wait).otherwise(math.inf), u
+    return sv.pooled_wait(u, pool, step_s * prompt_second_moment(s) / (2 * budget * s.prompt_tokens)), u
 
 
-def prompt_queue_percentile(wait: pl.Expr, u: pl.Expr, percentile: float = sv.LATENCY_PERCENTILE) -> pl.Expr:
-    """Wait at ``percentile``: P(W > t) = u exp(-u t / wait); zero while fewer than 1 - percentile wait at all."""
+def prompt_queue_percentile(wait: pl.Expr, waiting: pl.Expr, percentile: float = sv.LATENCY_PERCENTILE) -> pl.Expr:
+    """Wait at ``percentile``, ``waiting`` the chance of any: P(W > t) = waiting exp(-waiting t / wait); zero while
+    fewer than 1 - percentile wait at all."""
     return (
         pl.when(wait.is_infinite())
         .then(math.inf)
-        .when(u > 1 - percentile)
-        .then(wait / u * (u / (1 - percentile)).log())
+        .when(waiting > 1 - percentile)
+        .then(wait / waiting * (waiting / (1 - percentile)).log())
         .otherwise(0.0)
     )
+
+
+def router_pool(s: ServeScenario, rps: pl.Expr) -> pl.Expr:
+    """Replicas whose prompts share one queue: the fleet at this load per replica (the scenario's traffic over
+    ``rps`` each) behind a router that sends each request to the least busy replica (``router`` "least-loaded": vLLM's
+    production stack, llm-d and Dynamo route on load), else one (``round-robin``: each replica queues its own, as
+    the per-replica results it was checked against were measured)."""
+    if s.router == "round-robin":
+        return pl.lit(1.0)
+    return (s.output_tokens_per_s / s.output_tokens / rps).ceil().clip(lower_bound=1.0)
 
 
 def prefill_step_share(sched: Scheduler, rps: pl.Expr, weights_s: pl.Expr, rho: pl.Expr) -> pl.Expr:
@@ -233,7 +248,7 @@ def prompt_steps(sched: Scheduler, prompt_tokens: float, sequences: pl.Expr) -> 
     return (prompt_tokens / share).ceil().clip(lower_bound=1.0)
 
 
-def prefill_work_wait(sched: Scheduler, rps: pl.Expr, prefill_per_token_s: pl.Expr, s: ServeScenario, load: pl.Expr):
+def prefill_work_wait(sched: Scheduler, prefill_per_token_s: pl.Expr, s: ServeScenario, load: pl.Expr, pool: pl.Expr):
     """Mean wait for the prefill work of the prompts ahead (:func:`workbook.model.serving.prefill_wait_seconds`)
     when prompts arrive one by one. The queue is of whole prompts, served first come first served, so chunking
     does not shorten it (it spreads a prompt over steps, which the step count charges). A harness that batches
@@ -242,7 +257,7 @@ def prefill_work_wait(sched: Scheduler, rps: pl.Expr, prefill_per_token_s: pl.Ex
     the burst's own prefill."""
     if sched.dispatch_window_s > 0:
         return pl.lit(0.0)
-    return sv.prefill_wait_seconds(rps, prefill_per_token_s, prompt_second_moment(s), load)
+    return sv.prefill_wait_seconds(prefill_per_token_s, s.prompt_tokens, prompt_second_moment(s), load, pool)
 
 
 def dispatch_burst_tokens(
@@ -523,7 +538,9 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     hold_s = s.output_tokens * step_s
     # The scheduler's queue: the prompt waits for the tokens ahead of it, runs in its steps, shares its prefill
     # step with the prompts the harness batched with it, after the harness's dispatch window.
-    queue_s, u = prompt_queue(rps, step_s, prompt_budget(sched, sequences), s)
+    frame = frame.with_columns(_pool=router_pool(s, rps))
+    pool = pl.col("_pool")
+    queue_s, u = prompt_queue(rps, step_s, prompt_budget(sched, sequences), s, pool)
     prefill_per_token_s = pl.col("prefill_s") / s.prompt_tokens
     decode_per_sequence_s = sv.work_per_sequence_step(0.0, pl.col("decode_s"), pl.col("kv_read_s"), s.output_tokens)
     prefill_load = rps * pl.col("prefill_s")
@@ -532,7 +549,7 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         _queue_s=queue_s,
         _u=u,
         _prefill_load=prefill_load,
-        _work_s=prefill_work_wait(sched, rps, prefill_per_token_s, s, prefill_load),
+        _work_s=prefill_work_wait(sched, prefill_per_token_s, s, prefill_load, pool),
         _prompt_steps=prompt_steps(sched, s.prompt_tokens, sequences),
         _prompt_steps_p=prompt_steps(sched, s.prompt_tokens_tail, sequences),
     )
@@ -550,7 +567,8 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         # whichever binds: two measures of the same FCFS queue.
         _queue_wait_s=pl.max_horizontal(queue_s, work_s),
         _queue_wait_p_s=pl.max_horizontal(
-            prompt_queue_percentile(queue_s, pl.col("_u")), prompt_queue_percentile(work_s, load_p)
+            prompt_queue_percentile(queue_s, sv.pooled_waiting(pl.col("_u"), pool)),
+            prompt_queue_percentile(work_s, sv.pooled_waiting(load_p, pool)),
         ),
         _carry=sv.first_token_steps(load_p),
     )

@@ -62,6 +62,9 @@ SPOT_WARNING = (
     "has loaded the model. Keep on-demand or committed capacity for the base load."
 )
 STACK_CHOICES = ("best", "generic")
+# Routers: "least-loaded" sends each request to the replica with the least work outstanding (vLLM production-stack
+# router, llm-d, NVIDIA Dynamo), so prompts share one queue; "round-robin" spreads them blindly, a queue per replica.
+ROUTERS = ("least-loaded", "round-robin")
 # Replicas run at most this fraction of the load they could sustain within the latency targets: queues and
 # latency blow up near full load (TPOT ~ 1/(1 - load)) and traffic has peaks. 70-80% is the usual planning
 # range for latency-bound services; the default sits in its middle.
@@ -114,6 +117,7 @@ class ServeScenario:
     output_tokens_p99: Optional[int] = None  # 99th-percentile answer length (default: every answer is output_tokens)
     # also consider separate prefill and decode replicas (workbook.serving.disaggregated), where they need fewer chips
     disaggregation: bool = False
+    router: str = "least-loaded"  # how requests reach replicas: ROUTERS (workbook.serving.replica.router_pool)
     assumptions: ServeAssumptions = ServeAssumptions()
 
     def __post_init__(self):
@@ -143,6 +147,7 @@ class ServeScenario:
             _number("prompt_tokens_p99", self.prompt_tokens_p99, self.prompt_tokens, 2_000_000, integer=True)
         if self.output_tokens_p99 is not None:
             _number("output_tokens_p99", self.output_tokens_p99, self.output_tokens, 200_000, integer=True)
+        _choice("router", self.router, ROUTERS)
         if not isinstance(self.disaggregation, bool):
             raise InputError("disaggregation", f"must be true or false, got {self.disaggregation!r}")
         for model in self.pricing:
