@@ -175,3 +175,31 @@ def test_overlapping_ranges_are_said_once():
     other = close[0].split("against ")[1].split(" on ")[0]
     versus = next(line for line in r.reasons if f"than {other}" in line)
     assert "ranges overlap" not in versus
+
+
+def test_a_commitment_shorter_than_its_term_says_why_it_wins():
+    # Llama 3 70B on 15T tokens, 1,024 TPU v5p: every pricing model is compared, and on-demand and spot are ruled
+    # out by capacity; the card said it won "because only commitment prices were compared".
+    from workbook.training.scenario import TODAYS_PRACTICE_TOKENS
+
+    def commitment(pricing):
+        s = Scenario(
+            model=ModelSpec.preset("llama3-70b"),
+            tokens=TODAYS_PRACTICE_TOKENS,
+            chips=1024,
+            accelerators=("tpu-v5p",),
+            pricing=pricing,
+        )
+        frame = options.evaluate(s)
+        rec = recommend.recommend(frame, "pytorch")
+        assert rec.best["term_months"] and rec.best["train_days"] < rec.best["term_months"] * 365 / 12
+        return frame, next(r for r in rec.reasons if r.startswith("Commitment"))
+
+    frame, every = commitment(("on-demand", "spot", "commit-1y", "commit-3y"))
+    assert "only commitment prices" not in every and "takes only" not in every, every
+    ruled_out = frame.filter(pl.col("term_months").is_null())
+    assert ruled_out.height and not ruled_out["feasible"].any()
+    for row in ruled_out.iter_rows(named=True):
+        assert f"{row['pricing_model']}: {row['infeasible_reason']}" in every, every
+    _, committed = commitment(("commit-1y",))
+    assert "only commitment prices were compared" in committed

@@ -116,8 +116,10 @@ def _framework_reason(option: dict, team_framework: str, platform: str) -> str:
     )
 
 
-def _commitment_reason(best: dict, ranked: list[dict]) -> str | None:
-    """A commitment bills its whole term: say so, give the amortised figure, and why it still wins."""
+def _commitment_reason(best: dict, frame: pl.DataFrame) -> str | None:
+    """A commitment bills its whole term: say so, give the amortised figure, and, for a run shorter than the term,
+    why it still wins: the options billed for the run's hours only (``frame``: every option evaluated) it beat, or
+    why each of their pricing models was ruled out, or that none was compared."""
     if not best["term_months"]:
         return None
     term_days = best["term_months"] * 365 / 12
@@ -128,15 +130,25 @@ def _commitment_reason(best: dict, ranked: list[dict]) -> str | None:
     )
     if best["train_days"] >= term_days:
         return text
-    pay_as_you_go = [o for o in ranked if not o["term_months"]]
-    if pay_as_you_go:
+    run = f" The run takes {days(best['train_days'])} of the {term_days:.0f}-day term"
+    hourly = frame.filter(pl.col("term_months").is_null()).sort("cost_usd", maintain_order=True)
+    beaten = hourly.filter(pl.col("feasible"))
+    if beaten.height:
         return (
-            text + f" The run takes {days(best['train_days'])}, yet it still wins: its whole-term bill is below "
-            f"the cheapest pay-as-you-go option ({describe(pay_as_you_go[0])})."
+            text + f"{run}, yet it still wins: its whole-term bill is below the cheapest option billed for the "
+            f"run's hours only ({describe(beaten.row(0, named=True))})."
         )
+    if hourly.height:
+        own = hourly.filter(pl.col("accelerator_id") == best["accelerator_id"])
+        why = "; ".join(
+            f"{r['pricing_model']}: {r['infeasible_reason']}"
+            for r in own.unique(subset="pricing_model", keep="first", maintain_order=True).iter_rows(named=True)
+        )
+        on_chip = f" (on {best['name']}, {why})" if why else ""
+        return text + f"{run}; it wins because every option billed for the run's hours only is ruled out{on_chip}."
     return (
-        text + f" The run takes only {days(best['train_days'])}: it wins because only commitment prices were "
-        f"compared; check on-demand, capacity-block or contract prices before signing."
+        text + f"{run}; it wins because only commitment prices were compared: check on-demand, capacity-block or "
+        "contract prices before signing."
     )
 
 
@@ -356,9 +368,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     if near:
         reasons.append(near)
     reasons.append(_framework_reason(best, team_framework, platform))
-    commitment = _commitment_reason(
-        best, frame.filter(pl.col("feasible")).sort("cost_usd", maintain_order=True).to_dicts()
-    )
+    commitment = _commitment_reason(best, frame)
     if commitment:
         reasons.append(commitment)
     reasons.append(
