@@ -78,9 +78,29 @@ def test_the_pick_is_compared_with_a_runner_up_that_is_an_alternative_on_time():
     assert other["finish_days"] <= recommend.FAR_LATER * r.best["finish_days"]
     assert r.reasons[1].startswith(f"{r.best['name']} is ") and other["name"] in r.reasons[1]
     assert slow["name"] not in " ".join(r.reasons[1:3])
-    # alone, the far slower one is said to be ruled out by time, and is no close call
-    assert "times later, so time rules it out" in recommend._compare(r.best, slow)
+    # alone, the far slower one is said to finish far later, and is no close call; a feasible option meets any
+    # deadline, so no deadline rules it out
+    versus = recommend._compare(r.best, slow)
+    assert "times later." in versus and "rules it out" not in versus, versus
+    deadline = math.ceil(slow["finish_days"])
+    assert f"times later, though within the {deadline}-day deadline." in recommend._compare(
+        {**r.best, "deadline_days": deadline}, slow
+    )
     assert recommend._close_call(r.best, slow) is None
+
+
+def test_a_far_slower_option_is_not_said_to_be_ruled_out_by_time_without_a_deadline():
+    # 1,024 chips and no --days: the card said of H200 "It would finish 2 times later, so time rules it out".
+    s = Scenario(model=ModelSpec.preset("llama3-70b"), tokens=1.4e12, chips=1024, framework="jax", days=None)
+    r = recommend.recommend(options.evaluate(s), "jax", "tpu")
+    assert r.best["deadline_days"] is None
+    slower = [o for o in r.runners_up if recommend._far_later(r.best, o)]
+    assert slower, "no far slower runner-up any more"
+    for other in slower:
+        versus = recommend._compare(r.best, other)
+        ratio = other["finish_days"] / r.best["finish_days"]
+        assert f"It would finish {ratio:.1f} times later." in versus and "deadline" not in versus, versus
+    assert not any("rules it out" in line for line in r.reasons)
 
 
 def _llama3_405b(deadline_days):

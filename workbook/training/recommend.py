@@ -154,7 +154,7 @@ def _commitment_reason(best: dict, frame: pl.DataFrame) -> str | None:
 
 def _close_call(best: dict, other: dict) -> str | None:
     """One line when the two cost ranges overlap: what to decide on instead of price (none when the other finishes
-    far later: time decides, and :func:`_compare` says so)."""
+    far later: :func:`_compare` says how much later)."""
     if best["cost_usd_high"] < other["cost_usd_low"] or _far_later(best, other):
         return None
     criteria = []
@@ -297,8 +297,10 @@ def _compare(best: dict, other: dict, say_overlap: bool = True) -> str:
     :func:`_close_call`, which says it). Against a commitment billed for more than the job, first against the job's
     share of it (what a team that uses the rest of the term pays), then its whole-term bill (what a team that does
     not pays)."""
-    if _far_later(best, other):
-        tail = f" It would finish {other['finish_days'] / best['finish_days']:.0f} times later, so time rules it out."
+    if _far_later(best, other):  # said as it is: no deadline rules out an option that is still feasible
+        deadline = best.get("deadline_days")
+        within = f", though within the {deadline:g}-day deadline" if deadline is not None else ""
+        tail = f" It would finish {other['finish_days'] / best['finish_days']:.1f} times later{within}."
     else:
         overlap = say_overlap and best["cost_usd_high"] >= other["cost_usd_low"]
         tail = " The cost ranges overlap, so the two are close within the uncertainty." if overlap else ""
