@@ -25,7 +25,7 @@ from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
 from workbook.model.spec import PRESETS
 from workbook.training import options
-from workbook.training.recommend import recommend, shortest_plan
+from workbook.training.recommend import bill_words, recommend, shortest_plan
 from workbook.training.scenario import (
     COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
     DEFAULT_TARGET_DAYS,
@@ -495,13 +495,18 @@ def _serve_output(frame: pl.DataFrame, scenario: serving.ServeScenario, single: 
 
 
 def _records(frame: pl.DataFrame) -> list[dict]:
-    out = frame.rename({"accelerator_id": "accelerator"}).with_columns(
-        pl.col("price_as_of").cast(pl.String),
-        cost_basis=pl.when(pl.col("term_months").is_not_null())
-        .then(pl.format("whole-term bill ({} months, ranked on this)", pl.col("term_months")))
-        .otherwise(pl.lit("pay as you go")),
-    )
-    return [{k: row[k] for k in TRAIN_KEYS} for row in out.iter_rows(named=True)]
+    out = frame.rename({"accelerator_id": "accelerator"}).with_columns(pl.col("price_as_of").cast(pl.String))
+    return [
+        {k: row[k] for k in TRAIN_KEYS}
+        for row in (r | {"cost_basis": _cost_basis(r)} for r in out.iter_rows(named=True))
+    ]
+
+
+def _cost_basis(row: dict) -> str:
+    """What ``cost_usd`` bills: a commitment's whole term (or terms), ranked on; else the run's hours."""
+    if row["term_months"] is None:
+        return "pay as you go"
+    return f"{bill_words(row)} (ranked on this)"
 
 
 def _table(frame: pl.DataFrame) -> str:

@@ -22,7 +22,15 @@ from workbook.present import count, days, energy, usd
 from workbook.serving.recommend import replicas_words, split_words
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
-from workbook.training.recommend import FRAMEWORK_NAMES, UNNAMED_REGIONS, Recommendation, describe, recommend
+from workbook.training.recommend import (
+    FRAMEWORK_NAMES,
+    UNNAMED_REGIONS,
+    Recommendation,
+    billed_terms,
+    describe,
+    recommend,
+    rest_of_term,
+)
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
 BRIEF_CHART = "cost"  # the one chart on the page; the others are separate downloads
@@ -71,8 +79,8 @@ def answer(rec: Recommendation) -> str:
     cost = f"Cost {usd(best['cost_usd'])} (range {usd(best['cost_usd_low'])} to {usd(best['cost_usd_high'])})"
     if best["term_months"]:
         cost += (
-            f": the whole {best['term_months']}-month term is billed; this run's share, if other work uses the chips "
-            f"for the rest of the term, is {usd(best['amortised_cost_usd'])} (amortised)"
+            f": {billed_terms(best)}; this run's share, if other work uses the chips for {rest_of_term(best)}, is "
+            f"{usd(best['amortised_cost_usd'])} (amortised)"
         )
     training = (
         f"{days(best['train_days'])} of training (range {days(best['train_days_low'])} to "

@@ -223,3 +223,25 @@ def test_a_commitment_shorter_than_its_term_says_why_it_wins():
         assert f"{row['pricing_model']}: {row['infeasible_reason']}" in every, every
     _, committed = commitment(("commit-1y",))
     assert "only commitment prices were compared" in committed
+
+
+def test_a_run_longer_than_its_commitment_term_is_billed_and_told_in_whole_terms():
+    # 2T parameters on 30T tokens on 9,216 TPU7x: 473 days of training on a 1-year commitment. It read "$879.6M
+    # whole-term bill; $879.6M of it for this job's hours if the rest of the 12-month term is used".
+    s = Scenario(
+        model=ModelSpec.from_params(2e12),
+        tokens=30e12,
+        chips=9216,
+        accelerators=("tpu-v7",),
+        pricing=("commit-1y",),
+    )
+    r = recommend.recommend(options.evaluate(s), "pytorch")
+    best = r.best
+    terms = math.ceil(best["train_days"] / 365)
+    assert terms > 1 and recommend.terms_billed(best) == terms
+    assert best["cost_usd"] > best["amortised_cost_usd"]
+    line = recommend.describe(best)
+    assert f"bill for {terms} whole 12-month terms" in line and "the rest of the last 12-month term" in line, line
+    assert "whole-term bill" not in line
+    commitment = next(text for text in r.reasons if text.startswith("Commitment"))
+    assert f"{terms} whole 12-month terms are billed" in commitment, commitment

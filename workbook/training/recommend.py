@@ -19,6 +19,7 @@ import polars as pl
 
 from workbook import catalog as catalog_mod
 from workbook.catalog.schemas import PRICING_MODELS
+from workbook.model.units import HOURS_PER_MONTH
 from workbook.present import count, days, energy, gigabytes, price_basis, usd
 from workbook.training import options
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
@@ -74,14 +75,42 @@ def _range(option: dict) -> str:
     return f"range {low}-{high}" if low != high else ""
 
 
+def terms_billed(option: dict) -> int:
+    """Whole terms a commitment bills (``cost.billed_chip_hours``): 1, or more for a run that outlasts one (1 for an
+    option with no plan, whose chip-hours are null)."""
+    if option["chip_hours"] is None:
+        return 1
+    return round(option["chip_hours"] / (option["chips"] * option["term_months"] * HOURS_PER_MONTH))
+
+
+def billed_terms(option: dict) -> str:
+    """ "the whole 12-month term is billed", or "2 whole 12-month terms are billed" for a run that outlasts one."""
+    terms, months = terms_billed(option), option["term_months"]
+    return (
+        f"the whole {months:.0f}-month term is billed"
+        if terms == 1
+        else f"{terms} whole {months:.0f}-month terms are billed"
+    )
+
+
+def rest_of_term(option: dict) -> str:
+    """ "the rest of the 12-month term", or of the last one when the run outlasts one."""
+    return f"the rest of the {'last ' if terms_billed(option) > 1 else ''}{option['term_months']:.0f}-month term"
+
+
+def bill_words(option: dict) -> str:
+    """ "whole-term bill", or "bill for 2 whole 12-month terms" for a run that outlasts one."""
+    terms = terms_billed(option)
+    return "whole-term bill" if terms == 1 else f"bill for {terms} whole {option['term_months']:.0f}-month terms"
+
+
 def describe(option: dict) -> str:
-    """One line: chip on cloud (pricing, region): chips, schedule, cost with its range."""
-    term = option.get("term_months")
-    bill = " whole-term bill" if term else ""
+    """One line: chip on cloud (pricing, region): chips, schedule, cost with its range (a commitment: its whole-term
+    bill and, when the run leaves part of it unused, the job's share)."""
+    bill = f" {bill_words(option)}" if option.get("term_months") else ""
     used = (
-        f"; {usd(option['amortised_cost_usd'])} of it for this job's hours if the rest of the {term:.0f}-month term "
-        "is used"
-        if term
+        f"; {usd(option['amortised_cost_usd'])} of it for this job's hours if {rest_of_term(option)} is used"
+        if _billed_past_job(option)
         else ""
     )
     spread = f" ({spread})" if (spread := _range(option)) else ""
@@ -122,20 +151,20 @@ def _commitment_reason(best: dict, frame: pl.DataFrame) -> str | None:
     why each of their pricing models was ruled out, or that none was compared."""
     if not best["term_months"]:
         return None
-    term_days = best["term_months"] * 365 / 12
-    text = (
-        f"Commitment: the whole {best['term_months']}-month term is billed ({usd(best['cost_usd'])}, the figure "
-        f"this was ranked on); if other work uses the chips for the rest of the term, this run's share is "
+    text = f"Commitment: {billed_terms(best)} ({usd(best['cost_usd'])}, the figure this was ranked on)"
+    if not _billed_past_job(best):
+        return text + "."
+    text += (
+        f"; if other work uses the chips for {rest_of_term(best)}, this run's share is "
         f"{usd(best['amortised_cost_usd'])} (amortised)."
     )
-    if best["train_days"] >= term_days:
-        return text
-    run = f" The run takes {days(best['train_days'])} of the {term_days:.0f}-day term"
+    billed_days = terms_billed(best) * best["term_months"] * HOURS_PER_MONTH / 24
+    run = f" The run takes {days(best['train_days'])} of the {billed_days:,.0f} days billed"
     hourly = frame.filter(pl.col("term_months").is_null()).sort("cost_usd", maintain_order=True)
     beaten = hourly.filter(pl.col("feasible"))
     if beaten.height:
         return (
-            text + f"{run}, yet it still wins: its whole-term bill is below the cheapest option billed for the "
+            text + f"{run}, yet it still wins: its {bill_words(best)} is below the cheapest option billed for the "
             f"run's hours only ({describe(beaten.row(0, named=True))})."
         )
     if hourly.height:
@@ -309,8 +338,8 @@ def _compare(best: dict, other: dict, say_overlap: bool = True) -> str:
     return (
         f"{best['name']} is {_versus(best['cost_usd'], other['amortised_cost_usd'])} than {_head(other)}, on this "
         f"job's {usd(other['amortised_cost_usd'])} share of a {other['term_months']:.0f}-month commitment (if other "
-        f"work uses the rest of the term); {_versus(best['cost_usd'], other['cost_usd'])} if the rest goes unused "
-        f"({usd(other['cost_usd'])} whole-term bill{', ' + spread if (spread := _range(other)) else ''}).{tail}"
+        f"work uses {rest_of_term(other)}); {_versus(best['cost_usd'], other['cost_usd'])} if the rest goes unused "
+        f"({usd(other['cost_usd'])} {bill_words(other)}{', ' + spread if (spread := _range(other)) else ''}).{tail}"
     )
 
 
@@ -347,7 +376,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         f"its cost could be {low} to {high} (efficiency and price uncertainty)"
         if low != high
         else f"its cost is {low} at either end of the efficiency range"
-        + (" (the whole term is billed)" if best["term_months"] else "")
+        + (f" ({billed_terms(best)})" if best["term_months"] else "")
     )
     reasons = [
         f"Cheapest option that meets the constraints; {spread}, training in {days(best['train_days_low'])} "
@@ -391,7 +420,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         f"typical ${best['usd_per_chip_hour_typical']:.2f}; as of {age}{best['price_as_of']:%Y-%m}." + caveat
     )
     reasons.append(_main_risk(best))
-    bill = f" (whole {best['term_months']}-month term)" if best["term_months"] else ""
+    bill = f" ({bill_words(best)})" if best["term_months"] else ""
     mine = ", your price" if best.get("user_price") else ""
     headline = (
         f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}{mine}): {count(best['chips'], 'chip')}"
