@@ -1,5 +1,6 @@
 """Ranking under constraints and the plain-language reasons."""
 
+import dataclasses
 import math
 
 import polars as pl
@@ -245,3 +246,13 @@ def test_a_run_longer_than_its_commitment_term_is_billed_and_told_in_whole_terms
     assert "whole-term bill" not in line
     commitment = next(text for text in r.reasons if text.startswith("Commitment"))
     assert f"{terms} whole 12-month terms are billed" in commitment, commitment
+
+
+def test_a_spot_pick_says_what_it_assumes_for_interruptions():
+    s = Scenario(model=ModelSpec.preset("llama3-70b"), tokens=1.4e12, days=90, pricing=("spot",))
+    r = recommend.recommend(options.evaluate(s), "pytorch")
+    assert r.best["pricing_model"] == "spot" and r.best["preemption_overhead"] > 0
+    line = next(text for text in r.reasons if text.startswith("Spot:"))
+    assert f"add {r.best['preemption_overhead']:.0%} to the training time" in line and "Checkpoint often" in line
+    on_demand = recommend.recommend(options.evaluate(dataclasses.replace(s, pricing=("on-demand",))))
+    assert not any(text.startswith("Spot:") for text in on_demand.reasons)

@@ -181,6 +181,19 @@ def _commitment_reason(best: dict, frame: pl.DataFrame) -> str | None:
     )
 
 
+def _spot_reason(best: dict) -> str | None:
+    """Spot chips can be taken back: what the plan assumes for that (``preemption_overhead``, from
+    ``cost.preemption_overhead``) and what it means for the team."""
+    if best["pricing_model"] != "spot":
+        return None
+    return (
+        f"Spot: {best['cloud']} can take spot chips back at short notice, and each lost node stops the whole job "
+        f"until it is replaced; the time and cost above add {best['preemption_overhead']:.0%} to the training time "
+        "for that (waits for capacity, checkpoint writes, work redone after restarts). Checkpoint often, and expect "
+        "the run to stretch if interruptions come more often than that."
+    )
+
+
 def _close_call(best: dict, other: dict) -> str | None:
     """One line when the two cost ranges overlap: what to decide on instead of price (none when the other finishes
     far later: :func:`_compare` says how much later)."""
@@ -399,9 +412,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     if near:
         reasons.append(near)
     reasons.append(_framework_reason(best, team_framework, platform))
-    commitment = _commitment_reason(best, frame)
-    if commitment:
-        reasons.append(commitment)
+    reasons.extend(line for line in (_commitment_reason(best, frame), _spot_reason(best)) if line)
     reasons.append(
         f"Memory fits: {gigabytes(best['memory_per_chip_gb'])} needed per chip of {gigabytes(best['hbm_gb'])} "
         f"(at least {count(best['min_chips_to_fit'], 'chip')} needed to fit the model)."
