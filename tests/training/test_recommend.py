@@ -144,9 +144,10 @@ def test_no_near_miss_is_named_without_a_deadline_or_when_none_is_cheap_enough()
 
 
 def test_a_capacity_risk_says_why_the_chips_may_not_be_there():
-    # 8B on 64 spot TPU v5e: the risk is that GCP's spot ceiling is assumed, not published; it read "(largest
-    # documented job 50,944, job)", a job size 800 times the plan's and documented. 1,024 reserved B200: a large
-    # order, on a chip whose largest single job is a cluster configuration, not a run.
+    # 8B on 128 spot TPU v5p (two 64-chip cubes): the risk is that GCP's spot ceiling is assumed, not published; on
+    # 64 TPU v5e it read "(largest documented job 50,944, job)", a job size 800 times the plan's and documented.
+    # 1,024 reserved B200: a large order, on a chip whose largest single job is a cluster configuration, not a run.
+    # 8 H100 (one node, rented as a unit): no capacity risk; it read "Confirm the provider can deliver them at once".
     def risk(accelerator, chips, pricing, params, tokens, **kw):
         s = Scenario(
             model=ModelSpec.from_params(params),
@@ -159,13 +160,15 @@ def test_a_capacity_risk_says_why_the_chips_may_not_be_there():
         rec = recommend.recommend(options.evaluate(s), s.framework, s.current_platform)
         return next(r for r in rec.reasons if r.startswith("Main risk"))
 
-    tpu = risk("tpu-v5e", 64, "spot", 8e9, 160e9, framework="jax", current_platform="tpu")
-    assert tpu.startswith("Main risk: capacity. 64 Google TPU v5e spot on gcp: how many gcp rents at once"), tpu
+    tpu = risk("tpu-v5p", 128, "spot", 8e9, 160e9, framework="jax", current_platform="tpu")
+    assert tpu.startswith("Main risk: capacity. 128 Google TPU v5p spot on gcp: how many gcp rents at once"), tpu
     assert "not published (assumed: 256)" in tpu and "50,944" not in tpu, tpu
     gpu = risk("b200", 1024, "reserved-contract", 70e9, 2e12)
     assert "a large order; the largest single job assumed on them, 2,048 chips, is a configuration" in gpu, gpu
     h100 = risk("h100-sxm", 16384, "reserved-contract", 405e9, 15.6e12)  # Llama 3.1 405B's: the largest documented
     assert "a large order; as large as the largest single job documented on them (16,384 chips)" in h100, h100
+    node = risk("h100-sxm", 8, "spot", 125e6, 2.5e9)
+    assert not node.startswith("Main risk: capacity") and "deliver them" not in node, node
 
 
 def test_a_pipeline_fed_fewer_micro_batches_than_stages_is_told_the_batch_it_needs():

@@ -274,7 +274,10 @@ def _main_risk(best: dict) -> str:
 def _capacity_doubts(best: dict) -> list[str]:
     """Why the plan's chips may not be there, in words: a large order (``catalog.capacity_to_confirm``), a
     rent-at-once ceiling that is assumed rather than published, a plan near the largest documented single job, or a
-    largest single job that is not a documented one."""
+    largest single job that is not a documented one; none for a plan within one block of its chip (an 8-GPU node, a
+    TPU cube or pod, a Trainium instance: ``workbook.model.sizing``), which a provider rents as one unit."""
+    if best["chips"] <= _block_chips(best["accelerator_id"]):
+        return []
     why = []
     ceiling = best.get("capacity_max_chips")
     if catalog_mod.capacity_to_confirm(best["chips"], ceiling):
@@ -297,6 +300,12 @@ def _capacity_doubts(best: dict) -> list[str]:
             f"{best['max_job_basis']}, not a documented run"
         )
     return why
+
+
+def _block_chips(accelerator_id: str) -> int:
+    """The chips of one block of ``accelerator_id`` (data/accelerators.csv; 0 for an id it does not list)."""
+    blocks = catalog_mod.load().accelerators.filter(pl.col("accelerator_id") == accelerator_id)["block_chips"]
+    return blocks.item() if blocks.len() == 1 else 0
 
 
 def _near_miss(best: dict, frame: pl.DataFrame) -> str | None:
