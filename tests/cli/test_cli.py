@@ -193,12 +193,49 @@ def test_report_refuses_a_folder_as_out_before_any_work(cli, tmp_path):
         (["train", "--params", "7e9", "--tokens", "1e16", "--accelerator", "h100-sxm"], "--tokens:", "--params:"),
         (["serve", "--accelerator", "h100-sxm"], "--params:", "----params"),
         (["compare", "--mode", "serve", "--model", "deepseek-v3", "--params", "7e9"], "--params:", "----params"),
+        (["compare", "--model", "llama3-70b", "--days", "1e6"], "--days:", "--deadline-days"),
+        (["compare", "--params", "1e16"], "--params:", "error: params"),
+        (["compare", "--model", "llama3-70b", "--seq-len", "10000000"], "--seq-len:", "0 chips"),
+        (["compare", "--model", "llama3-70b", "--global-batch-tokens", "4096", "--seq-len", "8192"], "--global", "0 c"),
+        (["compare", "--model", "llama3-70b", "--precision", "fp4"], "--precision:", "--weight-precision"),
     ],
 )
 def test_messages_name_the_flag_as_typed(cli, args, flag, not_named):
     result = cli(*args)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"error: {flag}") and not_named not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("flag, text", [("--params", "nan"), ("--days", "inf"), ("--tokens", "-inf")])
+def test_a_number_that_is_not_finite_is_said_to_be_so(cli, flag, text):
+    result = cli(
+        "compare",
+        "--model" if flag != "--params" else "--cloud",
+        "llama3-70b" if flag != "--params" else "gcp",
+        f"{flag}={text}",
+    )
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert flag in result.stderr and "finite number" in result.stderr and "greater than 0, got" in result.stderr
+
+
+def test_sequence_length_range_is_stated_and_its_ends_accepted(cli):
+    from workbook.model.spec import MAX_SEQ_LEN
+
+    result = cli("compare", "--model", "llama3-70b", "--seq-len", str(MAX_SEQ_LEN + 1))
+    assert result.returncode == 2 and f"between 128 and {MAX_SEQ_LEN:,}" in result.stderr, result.stderr
+    assert (
+        cli("train", "--model", "llama3-70b", "--accelerator", "tpu-v5p", "--seq-len", str(MAX_SEQ_LEN)).returncode == 0
+    )
+
+
+def test_precision_help_says_which_apply_to_training_and_which_to_serving(cli):
+    from workbook import serving
+    from workbook.catalog.schemas import PRECISIONS
+
+    text = " ".join(cli("compare", "--help").stdout.split())
+    assert f"training: {', '.join(PRECISIONS)}" in text and f"serving: {', '.join(serving.WEIGHT_PRECISIONS)}" in text
+    assert "--precision {bf16,fp8,int8}" in cli("report", "--help").stdout
+    assert cli("compare", "--mode", "serve", "--model", "llama3-8b", "--precision", "fp4").returncode == 0
 
 
 def test_mfu_help_states_the_range_the_check_accepts(cli):
