@@ -527,10 +527,22 @@ def _records(frame: pl.DataFrame) -> list[dict]:
     ]
 
 
+# What cost_usd bills for a pricing model with no term: the run's own chip-hours, bought as the model sells them.
+HOURS_BASIS = {
+    "on-demand": "the run's hours, pay as you go",
+    "spot": "the run's hours, pay as you go (spot)",
+    "capacity-block": "the run's hours, booked ahead as a capacity block",
+    # data/prices.csv: a 'from' price for a reservation whose term the rate card does not state
+    "reserved-contract": "the run's hours at a reserved-contract rate (the contract's minimum term is not stated: "
+    "confirm it)",
+}
+
+
 def _cost_basis(row: dict) -> str:
-    """What ``cost_usd`` bills: a commitment's whole term (or terms), ranked on; else the run's hours."""
+    """What ``cost_usd`` bills: a commitment's whole term (or terms), ranked on; else the run's hours, as its pricing
+    model sells them (:data:`HOURS_BASIS`)."""
     if row["term_months"] is None:
-        return "pay as you go"
+        return HOURS_BASIS[row["pricing_model"]]
     return f"{bill_words(row)} (ranked on this)"
 
 
@@ -538,7 +550,7 @@ def _table(frame: pl.DataFrame) -> str:
     view = frame.select(
         "accelerator_id",
         "cloud",
-        "region",
+        present.regions_column(pl.col("region")),
         pl.when(pl.col("user_price"))
         .then(pl.col("pricing_model") + " (your price)")
         .otherwise(pl.col("pricing_model"))

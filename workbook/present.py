@@ -80,6 +80,20 @@ def days(value: float) -> str:
     return f"{value:.1f} days" if value < 100 else f"{value:,.0f} days"
 
 
+# A price row that covers several regions lists them with this separator (data/prices.csv: "us-east-2;ap-south-2").
+REGION_SEPARATOR = ";"
+
+
+def regions(value: str) -> str:
+    """A price row's regions for people: "us-east-2, ap-south-2" (the data's "us-east-2;ap-south-2")."""
+    return value.replace(REGION_SEPARATOR, ", ")
+
+
+def regions_column(value: pl.Expr) -> pl.Expr:
+    """:func:`regions` over a column."""
+    return value.str.replace_all(REGION_SEPARATOR, ", ", literal=True)
+
+
 def count(n: int, word: str, plural: str | None = None) -> str:
     """1 chip, 1,024 chips, 2 replicas: a whole number with its noun in the right number."""
     return f"{n:,} {word if n == 1 else plural or word + 's'}"

@@ -134,3 +134,10 @@ def test_a_short_job_reads_in_hours_or_minutes_and_a_small_one_in_kwh():
     assert present.energy(420.0, 150.0) == "420 kWh (150 kg CO2e)"
     assert present.energy(4_499_000, 1_665_000) == "4,499 MWh (1,665 t CO2e)"
     assert present.energy(2_300, 800) == "2.3 MWh (800 kg CO2e)"
+
+
+def test_a_price_rows_regions_read_as_a_list():
+    assert present.regions("us-east-2;ap-south-2") == "us-east-2, ap-south-2"
+    assert present.regions("us-central1") == "us-central1"
+    column = pl.DataFrame({"r": ["a;b;c", "d"]}).select(present.regions_column(pl.col("r")))["r"].to_list()
+    assert column == ["a, b, c", "d"]

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from workbook import cli as cli_mod
+
 KEYS = {
     "accelerator",
     "chips",
@@ -293,3 +295,34 @@ def test_serve_takes_the_model_as_train_does(cli):
     assert json.loads(out.stdout)["chips"] >= 1
     words = cli("serve", "--model", "deepseek-v3", "--accelerator", "b200", "--precision", "fp4")
     assert words.stdout.startswith("Model: DeepSeek-V3 / R1 (671.0B parameters, 37.0B active)\n"), words.stdout
+
+
+def test_a_price_row_for_several_regions_reads_as_a_list_and_a_contract_is_not_pay_as_you_go(cli):
+    # Trainium2's capacity-block row covers two regions (data: "us-east-2;ap-south-2"), printed as such; a
+    # reserved-contract plan's cost_basis said "pay as you go".
+    out = cli(
+        "train", "--model", "llama3-70b", "--accelerator", "trainium2", "--chips", "1024", "--pricing", "capacity-block"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "us-east-2, ap-south-2" in out.stdout and "us-east-2;ap-south-2" not in out.stdout
+    contract = cli(
+        "train",
+        "--model",
+        "llama3-70b",
+        "--accelerator",
+        "h200",
+        "--chips",
+        "64",
+        "--pricing",
+        "reserved-contract",
+        "--json",
+    )
+    basis = json.loads(contract.stdout)["cost_basis"]
+    assert "pay as you go" not in basis and "reserved-contract" in basis and "term" in basis, basis
+
+
+def test_every_pricing_model_without_a_term_says_what_it_bills():
+    from workbook.catalog.schemas import PRICING_MODELS
+    from workbook.model.cost import TERM_MONTHS
+
+    assert set(cli_mod.HOURS_BASIS) == set(PRICING_MODELS) - set(TERM_MONTHS)

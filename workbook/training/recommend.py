@@ -20,7 +20,7 @@ import polars as pl
 from workbook import catalog as catalog_mod
 from workbook.catalog.schemas import PRICING_MODELS
 from workbook.model.units import HOURS_PER_MONTH
-from workbook.present import count, days, energy, gigabytes, price_basis, usd
+from workbook.present import count, days, energy, gigabytes, price_basis, regions, usd
 from workbook.training import options
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
@@ -62,7 +62,7 @@ def _schedule(option: dict) -> str:
 
 def _head(option: dict) -> str:
     """Chip on cloud (pricing, region): chips, schedule."""
-    region = f", {option['region']}" if option.get("region") not in UNNAMED_REGIONS else ""
+    region = f", {regions(option['region'])}" if option.get("region") not in UNNAMED_REGIONS else ""
     return (
         f"{option['name']} on {option['cloud']} ({option['pricing_model']}{region}): {count(option['chips'], 'chip')}, "
         f"{_schedule(option)}"
@@ -436,7 +436,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     reasons.append(
         f"Price: ${best['usd_per_chip_hour']:.2f} per chip-hour, {price_basis(best, 'the cheapest')} "
         f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({best['instance_type']}, "
-        f"region {best['region']}); "
+        f"region {regions(best['region'])}); "
         f"typical ${best['usd_per_chip_hour_typical']:.2f}; as of {age}{best['price_as_of']:%Y-%m}." + caveat
     )
     reasons.append(_main_risk(best))
