@@ -25,7 +25,7 @@ from workbook.catalog.schemas import FRAMEWORKS, PRECISIONS, PRICING_MODELS
 from workbook.errors import DataError, InputError
 from workbook.model.spec import PRESETS
 from workbook.training import options
-from workbook.training.recommend import recommend, shortest_plan
+from workbook.training.recommend import bill_words, recommend, shortest_plan
 from workbook.training.scenario import (
     COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
     DEFAULT_TARGET_DAYS,
@@ -99,7 +99,11 @@ FLAG_OF_FIELD = {
     "requests_per_s": "--rps",
     "weight_precision": "--precision",
     "stack_choice": "--stack",
+    "deadline_days": "--days",
 }
+
+
+MODEL_FLAG_FIELDS = ("params", "active_params", "seq_len", "model", "config")  # ModelSpec fields given by a flag
 
 
 class UsageError(Exception):
@@ -117,7 +121,9 @@ def _positive(flag: str, integer: bool = False):
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} must be a number, got {text!r}") from None
-        if not math.isfinite(value) or value <= 0:
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{flag} must be a finite number greater than 0, got {text!r}")
+        if value <= 0:
             raise argparse.ArgumentTypeError(f"{flag} must be greater than 0, got {text!r}")
         if integer:
             if value != int(value):
@@ -149,7 +155,10 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="path of a Hugging Face config.json giving the model's shape")
 
 
-def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool = True) -> None:
+def _scenario_flags(
+    p: argparse.ArgumentParser, single: bool, json_output: bool = True, serving_too: bool = False
+) -> None:
+    """The training scenario's flags (``serving_too``: the command also serves, ``compare --mode serve``)."""
     _model_flags(p)
     p.add_argument(
         "--global-batch-tokens",
@@ -186,10 +195,15 @@ def _scenario_flags(p: argparse.ArgumentParser, single: bool, json_output: bool 
         default="nvidia",
         help="where the team's code runs today; sets porting effort and the delay before training starts",
     )
+    training = f"training: {', '.join(PRECISIONS)} (default bf16; int8 on TPUs only)"
+    serving_words = (
+        f"; serving: {', '.join(serving.WEIGHT_PRECISIONS)} (default {serving.DEFAULT_SERVE_PRECISION}, as "
+        "published serving runs)"
+    )
     p.add_argument(
         "--precision",
-        choices=serving.WEIGHT_PRECISIONS if not single else PRECISIONS,
-        help=f"default: bf16 for training, {serving.DEFAULT_SERVE_PRECISION} for serving (as published serving runs)",
+        choices=serving.WEIGHT_PRECISIONS if serving_too else PRECISIONS,
+        help=training + (serving_words if serving_too else ""),
     )
     p.add_argument(
         "--pricing",
@@ -292,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     _prices_flag(serve)
     _serve_flags(serve)
     compare = sub.add_parser("compare", help="every (accelerator, cloud, pricing) option, cheapest first")
-    _scenario_flags(compare, single=False)
+    _scenario_flags(compare, single=False, serving_too=True)
     _serve_flags(compare)
     compare.add_argument("--mode", choices=["train", "serve"], default="train")
     rep = sub.add_parser("report", help="one-page self-contained HTML report of a training scenario")
@@ -325,6 +339,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
     _check_ids(args, cat)
+    if args.precision is not None and args.precision not in PRECISIONS:  # compare offers the serving ones too
+        raise InputError(
+            "--precision",
+            f"training takes {', '.join(PRECISIONS)}; {args.precision} is for serving only (--mode serve)",
+        )
     model = _model(args)
     try:
         preset = TODAYS_PRACTICE_TOKENS if args.tokens_preset == "todays-practice" else None
@@ -361,16 +380,22 @@ def _flag_error(err: InputError) -> InputError:
 
 
 def _model(args) -> ModelSpec:
-    """The model from --model, --config or --params (one of them), with --seq-len applied."""
+    """The model from --model, --config or --params (one of them), with --seq-len applied; its errors name the
+    flag (a shape field read from a config.json or derived from a size: the flag that gave it)."""
     given = [flag for flag in ("params", "model", "config") if getattr(args, flag, None) is not None]
     if len(given) != 1:
         raise InputError("--params", "give exactly one of --params, --model, --config")
     seq_len = getattr(args, "seq_len", None)
-    if given == ["model"]:
-        return ModelSpec.preset(args.model, seq_len)
-    if given == ["config"]:
-        return ModelSpec.from_hf_config(args.config, seq_len)
-    return ModelSpec.from_params(args.params, args.active_params, seq_len=seq_len or 4096)
+    try:
+        if given == ["model"]:
+            return ModelSpec.preset(args.model, seq_len)
+        if given == ["config"]:
+            return ModelSpec.from_hf_config(args.config, seq_len)
+        return ModelSpec.from_params(args.params, args.active_params, seq_len=seq_len or 4096)
+    except InputError as err:
+        if err.field in MODEL_FLAG_FIELDS:
+            raise _flag_error(err) from None
+        raise InputError(f"--{given[0]}", f"{err.field} {err.message}") from None
 
 
 def _check_ids(args, cat: catalog_mod.Catalog) -> None:
@@ -391,7 +416,7 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
     _check_ids(args, cat)
     precision = args.precision or serving.DEFAULT_SERVE_PRECISION
     kv = args.kv_precision or serving.default_kv_precision(precision)
-    model = _model(args)  # its errors name their flags already
+    model = _model(args)
     try:
         return serving.ServeScenario(
             model=model,
@@ -504,20 +529,37 @@ def _serve_output(frame: pl.DataFrame, scenario: serving.ServeScenario, single: 
 
 
 def _records(frame: pl.DataFrame) -> list[dict]:
-    out = frame.rename({"accelerator_id": "accelerator"}).with_columns(
-        pl.col("price_as_of").cast(pl.String),
-        cost_basis=pl.when(pl.col("term_months").is_not_null())
-        .then(pl.format("whole-term bill ({} months, ranked on this)", pl.col("term_months")))
-        .otherwise(pl.lit("pay as you go")),
-    )
-    return [{k: row[k] for k in TRAIN_KEYS} for row in out.iter_rows(named=True)]
+    out = frame.rename({"accelerator_id": "accelerator"}).with_columns(pl.col("price_as_of").cast(pl.String))
+    return [
+        {k: row[k] for k in TRAIN_KEYS}
+        for row in (r | {"cost_basis": _cost_basis(r)} for r in out.iter_rows(named=True))
+    ]
+
+
+# What cost_usd bills for a pricing model with no term: the run's own chip-hours, bought as the model sells them.
+HOURS_BASIS = {
+    "on-demand": "the run's hours, pay as you go",
+    "spot": "the run's hours, pay as you go (spot)",
+    "capacity-block": "the run's hours, booked ahead as a capacity block",
+    # data/prices.csv: a 'from' price for a reservation whose term the rate card does not state
+    "reserved-contract": "the run's hours at a reserved-contract rate (the contract's minimum term is not stated: "
+    "confirm it)",
+}
+
+
+def _cost_basis(row: dict) -> str:
+    """What ``cost_usd`` bills: a commitment's whole term (or terms), ranked on; else the run's hours, as its pricing
+    model sells them (:data:`HOURS_BASIS`)."""
+    if row["term_months"] is None:
+        return HOURS_BASIS[row["pricing_model"]]
+    return f"{bill_words(row)} (ranked on this)"
 
 
 def _table(frame: pl.DataFrame) -> str:
     view = frame.select(
         "accelerator_id",
         "cloud",
-        "region",
+        present.regions_column(pl.col("region")),
         pl.when(pl.col("user_price"))
         .then(pl.col("pricing_model") + " (your price)")
         .otherwise(pl.col("pricing_model"))

@@ -71,8 +71,27 @@ def counted(number: pl.Expr, word: str) -> pl.Expr:
 
 
 def days(value: float) -> str:
-    """18.5 days, 240 days."""
+    """A duration given in days, as people say it: 18.5 days, 240 days; under a day in hours (5.2 hours), under an
+    hour in minutes (12 minutes), so a short job does not read 0.0 days."""
+    if value < 1 / 24:
+        return count(max(1, round(value * 24 * 60)), "minute")
+    if value < 1:
+        return f"{value * 24:.1f} hours"
     return f"{value:.1f} days" if value < 100 else f"{value:,.0f} days"
+
+
+# A price row that covers several regions lists them with this separator (data/prices.csv: "us-east-2;ap-south-2").
+REGION_SEPARATOR = ";"
+
+
+def regions(value: str) -> str:
+    """A price row's regions for people: "us-east-2, ap-south-2" (the data's "us-east-2;ap-south-2")."""
+    return value.replace(REGION_SEPARATOR, ", ")
+
+
+def regions_column(value: pl.Expr) -> pl.Expr:
+    """:func:`regions` over a column."""
+    return value.str.replace_all(REGION_SEPARATOR, ", ", literal=True)
 
 
 def count(n: int, word: str, plural: str | None = None) -> str:
@@ -109,13 +128,18 @@ def per_million_tokens(value: float | None) -> str:
 
 
 def energy(kwh: float | None, co2e_kg: float | None = None) -> str:
-    """1,240 MWh (510 t CO2e): training energy and emissions as a manager reads them."""
+    """1,240 MWh (510 t CO2e), 42 kWh (16 kg CO2e): training energy and emissions as a manager reads them (under
+    1 MWh in kWh and under 1 t in kg, so a small job does not read 0.0 MWh)."""
     if kwh is None:
         return "n/a"
-    text = f"{kwh / 1e3:,.0f} MWh" if kwh >= 1e4 else f"{kwh / 1e3:,.1f} MWh"
-    if co2e_kg is not None:
-        text += f" ({co2e_kg / 1e3:,.0f} t CO2e)" if co2e_kg >= 1e4 else f" ({co2e_kg / 1e3:,.1f} t CO2e)"
-    return text
+    text = _scaled(kwh, "kWh", "MWh")
+    return text if co2e_kg is None else f"{text} ({_scaled(co2e_kg, 'kg', 't')} CO2e)"
+
+
+def _scaled(value: float, unit: str, thousand: str) -> str:
+    """A quantity in ``unit`` below 1,000 of it, else in ``thousand`` (1,000 of it): a decimal below ten."""
+    number, word = (value / 1e3, thousand) if value >= 1e3 else (value, unit)
+    return f"{number:,.0f} {word}" if number >= 9.95 else f"{number:.1f} {word}"
 
 
 def css() -> str:

@@ -18,11 +18,19 @@ from workbook import present
 from workbook.charts import training as charts
 from workbook.model import throughput
 from workbook.model.spec import preset_key
-from workbook.present import count, days, energy, usd
+from workbook.present import count, days, energy, regions, usd
 from workbook.serving.recommend import replicas_words, split_words
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
-from workbook.training.recommend import FRAMEWORK_NAMES, UNNAMED_REGIONS, Recommendation, describe, recommend
+from workbook.training.recommend import (
+    FRAMEWORK_NAMES,
+    UNNAMED_REGIONS,
+    Recommendation,
+    billed_terms,
+    describe,
+    recommend,
+    rest_of_term,
+)
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
 BRIEF_CHART = "cost"  # the one chart on the page; the others are separate downloads
@@ -66,13 +74,13 @@ def answer(rec: Recommendation) -> str:
     best = rec.best
     if best is None:
         return rec.reasons[0]
-    region = f"region {best['region']}, " if best.get("region") not in UNNAMED_REGIONS else ""
+    region = f"region {regions(best['region'])}, " if best.get("region") not in UNNAMED_REGIONS else ""
     where = f"Where: {best['cloud']} ({region}{best['instance_type']})"
     cost = f"Cost {usd(best['cost_usd'])} (range {usd(best['cost_usd_low'])} to {usd(best['cost_usd_high'])})"
     if best["term_months"]:
         cost += (
-            f": the whole {best['term_months']}-month term is billed; this run's share, if other work uses the chips "
-            f"for the rest of the term, is {usd(best['amortised_cost_usd'])} (amortised)"
+            f": {billed_terms(best)}; this run's share, if other work uses the chips for {rest_of_term(best)}, is "
+            f"{usd(best['amortised_cost_usd'])} (amortised)"
         )
     training = (
         f"{days(best['train_days'])} of training (range {days(best['train_days_low'])} to "

@@ -124,3 +124,20 @@ def test_the_serving_table_shows_no_infinite_latency():
     assert frame.filter(pl.col("ttft_ms").is_infinite()).height > 0
     html = views.serving_table(frame, limit=frame.height)
     assert "inf ms" not in html and "nan ms" not in html and "<td>–, " in html
+
+
+def test_a_short_job_reads_in_hours_or_minutes_and_a_small_one_in_kwh():
+    # a 125M-parameter job on 8 H100s read "0.0 days" and "Energy: 0.0 MWh (0.0 t CO2e)"
+    assert present.days(0.25) == "6.0 hours" and present.days(0.01) == "14 minutes"
+    assert present.days(0.0001) == "1 minute" and present.days(1.0) == "1.0 days"
+    assert present.energy(2.3, 0.9) == "2.3 kWh (0.9 kg CO2e)"
+    assert present.energy(420.0, 150.0) == "420 kWh (150 kg CO2e)"
+    assert present.energy(4_499_000, 1_665_000) == "4,499 MWh (1,665 t CO2e)"
+    assert present.energy(2_300, 800) == "2.3 MWh (800 kg CO2e)"
+
+
+def test_a_price_rows_regions_read_as_a_list():
+    assert present.regions("us-east-2;ap-south-2") == "us-east-2, ap-south-2"
+    assert present.regions("us-central1") == "us-central1"
+    column = pl.DataFrame({"r": ["a;b;c", "d"]}).select(present.regions_column(pl.col("r")))["r"].to_list()
+    assert column == ["a, b, c", "d"]

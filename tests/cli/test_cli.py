@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from workbook import cli as cli_mod
+
 KEYS = {
     "accelerator",
     "chips",
@@ -193,12 +195,49 @@ def test_report_refuses_a_folder_as_out_before_any_work(cli, tmp_path):
         (["train", "--params", "7e9", "--tokens", "1e16", "--accelerator", "h100-sxm"], "--tokens:", "--params:"),
         (["serve", "--accelerator", "h100-sxm"], "--params:", "----params"),
         (["compare", "--mode", "serve", "--model", "deepseek-v3", "--params", "7e9"], "--params:", "----params"),
+        (["compare", "--model", "llama3-70b", "--days", "1e6"], "--days:", "--deadline-days"),
+        (["compare", "--params", "1e16"], "--params:", "error: params"),
+        (["compare", "--model", "llama3-70b", "--seq-len", "10000000"], "--seq-len:", "0 chips"),
+        (["compare", "--model", "llama3-70b", "--global-batch-tokens", "4096", "--seq-len", "8192"], "--global", "0 c"),
+        (["compare", "--model", "llama3-70b", "--precision", "fp4"], "--precision:", "--weight-precision"),
     ],
 )
 def test_messages_name_the_flag_as_typed(cli, args, flag, not_named):
     result = cli(*args)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"error: {flag}") and not_named not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("flag, text", [("--params", "nan"), ("--days", "inf"), ("--tokens", "-inf")])
+def test_a_number_that_is_not_finite_is_said_to_be_so(cli, flag, text):
+    result = cli(
+        "compare",
+        "--model" if flag != "--params" else "--cloud",
+        "llama3-70b" if flag != "--params" else "gcp",
+        f"{flag}={text}",
+    )
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert flag in result.stderr and "finite number" in result.stderr and "greater than 0, got" in result.stderr
+
+
+def test_sequence_length_range_is_stated_and_its_ends_accepted(cli):
+    from workbook.model.spec import MAX_SEQ_LEN
+
+    result = cli("compare", "--model", "llama3-70b", "--seq-len", str(MAX_SEQ_LEN + 1))
+    assert result.returncode == 2 and f"between 128 and {MAX_SEQ_LEN:,}" in result.stderr, result.stderr
+    assert (
+        cli("train", "--model", "llama3-70b", "--accelerator", "tpu-v5p", "--seq-len", str(MAX_SEQ_LEN)).returncode == 0
+    )
+
+
+def test_precision_help_says_which_apply_to_training_and_which_to_serving(cli):
+    from workbook import serving
+    from workbook.catalog.schemas import PRECISIONS
+
+    text = " ".join(cli("compare", "--help").stdout.split())
+    assert f"training: {', '.join(PRECISIONS)}" in text and f"serving: {', '.join(serving.WEIGHT_PRECISIONS)}" in text
+    assert "--precision {bf16,fp8,int8}" in cli("report", "--help").stdout
+    assert cli("compare", "--mode", "serve", "--model", "llama3-8b", "--precision", "fp4").returncode == 0
 
 
 def test_mfu_help_states_the_range_the_check_accepts(cli):
@@ -256,3 +295,34 @@ def test_serve_takes_the_model_as_train_does(cli):
     assert json.loads(out.stdout)["chips"] >= 1
     words = cli("serve", "--model", "deepseek-v3", "--accelerator", "b200", "--precision", "fp4")
     assert words.stdout.startswith("Model: DeepSeek-V3 / R1 (671.0B parameters, 37.0B active)\n"), words.stdout
+
+
+def test_a_price_row_for_several_regions_reads_as_a_list_and_a_contract_is_not_pay_as_you_go(cli):
+    # Trainium2's capacity-block row covers two regions (data: "us-east-2;ap-south-2"), printed as such; a
+    # reserved-contract plan's cost_basis said "pay as you go".
+    out = cli(
+        "train", "--model", "llama3-70b", "--accelerator", "trainium2", "--chips", "1024", "--pricing", "capacity-block"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "us-east-2, ap-south-2" in out.stdout and "us-east-2;ap-south-2" not in out.stdout
+    contract = cli(
+        "train",
+        "--model",
+        "llama3-70b",
+        "--accelerator",
+        "h200",
+        "--chips",
+        "64",
+        "--pricing",
+        "reserved-contract",
+        "--json",
+    )
+    basis = json.loads(contract.stdout)["cost_basis"]
+    assert "pay as you go" not in basis and "reserved-contract" in basis and "term" in basis, basis
+
+
+def test_every_pricing_model_without_a_term_says_what_it_bills():
+    from workbook.catalog.schemas import PRICING_MODELS
+    from workbook.model.cost import TERM_MONTHS
+
+    assert set(cli_mod.HOURS_BASIS) == set(PRICING_MODELS) - set(TERM_MONTHS)

@@ -112,3 +112,14 @@ def test_days_target_is_met_and_bands_bracket():
 def test_no_fp8_on_a100_is_reported_not_clamped():
     frame = options.evaluate(_scenario(accelerators=("a100-80gb",), precision="fp8", chips=8))
     assert frame["infeasible_reason"].str.contains("no FP8").all()
+
+
+def test_a_commitment_bills_whole_terms_even_for_a_run_that_outlasts_one():
+    from workbook.model import cost
+    from workbook.model.units import HOURS_PER_YEAR
+
+    hours = [0.5 * HOURS_PER_YEAR, HOURS_PER_YEAR, 1.3 * HOURS_PER_YEAR, 0.5 * HOURS_PER_YEAR]
+    frame = pl.DataFrame({"wall": hours, "pricing": ["commit-1y", "commit-1y", "commit-1y", "on-demand"]})
+    billed = frame.select(cost.billed_chip_hours(pl.lit(2.0), pl.col("wall"), pl.col("pricing")))[:, 0].to_list()
+    # half a year and a full year: one term; 1.3 years: two whole terms; on demand: the run's own hours
+    assert billed == pytest.approx([2 * HOURS_PER_YEAR, 2 * HOURS_PER_YEAR, 4 * HOURS_PER_YEAR, HOURS_PER_YEAR])

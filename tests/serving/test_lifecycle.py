@@ -37,7 +37,7 @@ def test_serving_on_a_commitment_bills_its_whole_term_when_served_for_less(train
     for frame in (short, year, longer):
         assert frame.height and frame["serve_option"].str.contains("commit-1y").all()
     assert short["serve_usd"].to_list() == pytest.approx(year["serve_usd"].to_list())  # three months pay twelve
-    assert longer["serve_usd"].to_list() == pytest.approx([v * 18 / 12 for v in year["serve_usd"]])
+    assert longer["serve_usd"].to_list() == pytest.approx([v * 2 for v in year["serve_usd"]])  # two whole terms
 
 
 def test_when_there_is_nothing_to_total_it_says_which_phase_has_no_option(train):

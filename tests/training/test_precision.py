@@ -1,4 +1,5 @@
-"""Precision as it really trains: FP8 speed-ups from paired runs, INT8 refused without a stack, TPUs without FP8."""
+"""Precision as it really trains: FP8 speed-ups from paired runs, INT8 refused without a stack, FP8 refused without
+FP8 matmuls."""
 
 import polars as pl
 import pytest
@@ -32,11 +33,19 @@ def test_int8_training_refused_on_h100():
     assert row["infeasible_code"] == "no_training_stack"
 
 
-@pytest.mark.parametrize("accelerator", ["tpu-v5p", "tpu-v6e"])
-def test_tpu_without_fp8_matmuls_runs_at_bf16_speed(accelerator, cal):
-    bf16, fp8 = _one(accelerator, "bf16"), _one(accelerator, "fp8")
+@pytest.mark.parametrize("accelerator", ["tpu-v5p", "tpu-v6e", "a100-80gb"])
+def test_fp8_training_refused_where_the_chip_has_no_fp8_matmuls(accelerator):
+    # TPU v5p and v6e have no FP8 matrix unit (FP8 acceleration is new with TPU7x); their FP8 plans read as BF16 ones
+    row = _one(accelerator, "fp8")
+    assert row["infeasible_code"] == "no_precision" and "no FP8 support" in row["infeasible_reason"]
+    assert _one("tpu-v7", "fp8")["feasible"]
+
+
+def test_a_chip_whose_fp8_peak_is_its_bf16_peak_trains_fp8_at_bf16_speed(cal):
+    # Trainium's cFP8 runs at its BF16 rate (190 TFLOPS each, AWS Neuron docs)
+    bf16, fp8 = _one("trainium1", "bf16"), _one("trainium1", "fp8")
     assert fp8["train_days"] == pytest.approx(bf16["train_days"], rel=1e-6)
-    basis = cal.mfu.filter((pl.col("accelerator_id") == accelerator) & (pl.col("precision") == "fp8"))["basis"][0]
+    basis = cal.mfu.filter((pl.col("accelerator_id") == "trainium1") & (pl.col("precision") == "fp8"))["basis"][0]
     assert basis.startswith("no FP8 speed-up")
 
 

@@ -1,5 +1,6 @@
 """Ranking under constraints and the plain-language reasons."""
 
+import dataclasses
 import math
 
 import polars as pl
@@ -78,9 +79,29 @@ def test_the_pick_is_compared_with_a_runner_up_that_is_an_alternative_on_time():
     assert other["finish_days"] <= recommend.FAR_LATER * r.best["finish_days"]
     assert r.reasons[1].startswith(f"{r.best['name']} is ") and other["name"] in r.reasons[1]
     assert slow["name"] not in " ".join(r.reasons[1:3])
-    # alone, the far slower one is said to be ruled out by time, and is no close call
-    assert "times later, so time rules it out" in recommend._compare(r.best, slow)
+    # alone, the far slower one is said to finish far later, and is no close call; a feasible option meets any
+    # deadline, so no deadline rules it out
+    versus = recommend._compare(r.best, slow)
+    assert "times later." in versus and "rules it out" not in versus, versus
+    deadline = math.ceil(slow["finish_days"])
+    assert f"times later, though within the {deadline}-day deadline." in recommend._compare(
+        {**r.best, "deadline_days": deadline}, slow
+    )
     assert recommend._close_call(r.best, slow) is None
+
+
+def test_a_far_slower_option_is_not_said_to_be_ruled_out_by_time_without_a_deadline():
+    # 1,024 chips and no --days: the card said of H200 "It would finish 2 times later, so time rules it out".
+    s = Scenario(model=ModelSpec.preset("llama3-70b"), tokens=1.4e12, chips=1024, framework="jax", days=None)
+    r = recommend.recommend(options.evaluate(s), "jax", "tpu")
+    assert r.best["deadline_days"] is None
+    slower = [o for o in r.runners_up if recommend._far_later(r.best, o)]
+    assert slower, "no far slower runner-up any more"
+    for other in slower:
+        versus = recommend._compare(r.best, other)
+        ratio = other["finish_days"] / r.best["finish_days"]
+        assert f"It would finish {ratio:.1f} times later." in versus and "deadline" not in versus, versus
+    assert not any("rules it out" in line for line in r.reasons)
 
 
 def _llama3_405b(deadline_days):
@@ -123,9 +144,10 @@ def test_no_near_miss_is_named_without_a_deadline_or_when_none_is_cheap_enough()
 
 
 def test_a_capacity_risk_says_why_the_chips_may_not_be_there():
-    # 8B on 64 spot TPU v5e: the risk is that GCP's spot ceiling is assumed, not published; it read "(largest
-    # documented job 50,944, job)", a job size 800 times the plan's and documented. 1,024 reserved B200: a large
-    # order, on a chip whose largest single job is a cluster configuration, not a run.
+    # 8B on 128 spot TPU v5p (two 64-chip cubes): the risk is that GCP's spot ceiling is assumed, not published; on
+    # 64 TPU v5e it read "(largest documented job 50,944, job)", a job size 800 times the plan's and documented.
+    # 1,024 reserved B200: a large order, on a chip whose largest single job is a cluster configuration, not a run.
+    # 8 H100 (one node, rented as a unit): no capacity risk; it read "Confirm the provider can deliver them at once".
     def risk(accelerator, chips, pricing, params, tokens, **kw):
         s = Scenario(
             model=ModelSpec.from_params(params),
@@ -138,13 +160,15 @@ def test_a_capacity_risk_says_why_the_chips_may_not_be_there():
         rec = recommend.recommend(options.evaluate(s), s.framework, s.current_platform)
         return next(r for r in rec.reasons if r.startswith("Main risk"))
 
-    tpu = risk("tpu-v5e", 64, "spot", 8e9, 160e9, framework="jax", current_platform="tpu")
-    assert tpu.startswith("Main risk: capacity. 64 Google TPU v5e spot on gcp: how many gcp rents at once"), tpu
+    tpu = risk("tpu-v5p", 128, "spot", 8e9, 160e9, framework="jax", current_platform="tpu")
+    assert tpu.startswith("Main risk: capacity. 128 Google TPU v5p spot on gcp: how many gcp rents at once"), tpu
     assert "not published (assumed: 256)" in tpu and "50,944" not in tpu, tpu
     gpu = risk("b200", 1024, "reserved-contract", 70e9, 2e12)
     assert "a large order; the largest single job assumed on them, 2,048 chips, is a configuration" in gpu, gpu
     h100 = risk("h100-sxm", 16384, "reserved-contract", 405e9, 15.6e12)  # Llama 3.1 405B's: the largest documented
     assert "a large order; as large as the largest single job documented on them (16,384 chips)" in h100, h100
+    node = risk("h100-sxm", 8, "spot", 125e6, 2.5e9)
+    assert not node.startswith("Main risk: capacity") and "deliver them" not in node, node
 
 
 def test_a_pipeline_fed_fewer_micro_batches_than_stages_is_charged_and_told_the_batch_it_needs():
@@ -191,3 +215,63 @@ def test_overlapping_ranges_are_said_once():
     other = close[0].split("against ")[1].split(" on ")[0]
     versus = next(line for line in r.reasons if f"than {other}" in line)
     assert "ranges overlap" not in versus
+
+
+def test_a_commitment_shorter_than_its_term_says_why_it_wins():
+    # Llama 3 70B on 15T tokens, 1,024 TPU v5p: every pricing model is compared, and on-demand and spot are ruled
+    # out by capacity; the card said it won "because only commitment prices were compared".
+    from workbook.training.scenario import TODAYS_PRACTICE_TOKENS
+
+    def commitment(pricing):
+        s = Scenario(
+            model=ModelSpec.preset("llama3-70b"),
+            tokens=TODAYS_PRACTICE_TOKENS,
+            chips=1024,
+            accelerators=("tpu-v5p",),
+            pricing=pricing,
+        )
+        frame = options.evaluate(s)
+        rec = recommend.recommend(frame, "pytorch")
+        assert rec.best["term_months"] and rec.best["train_days"] < rec.best["term_months"] * 365 / 12
+        return frame, next(r for r in rec.reasons if r.startswith("Commitment"))
+
+    frame, every = commitment(("on-demand", "spot", "commit-1y", "commit-3y"))
+    assert "only commitment prices" not in every and "takes only" not in every, every
+    ruled_out = frame.filter(pl.col("term_months").is_null())
+    assert ruled_out.height and not ruled_out["feasible"].any()
+    for row in ruled_out.iter_rows(named=True):
+        assert f"{row['pricing_model']}: {row['infeasible_reason']}" in every, every
+    _, committed = commitment(("commit-1y",))
+    assert "only commitment prices were compared" in committed
+
+
+def test_a_run_longer_than_its_commitment_term_is_billed_and_told_in_whole_terms():
+    # 2T parameters on 30T tokens on 9,216 TPU7x: 473 days of training on a 1-year commitment. It read "$879.6M
+    # whole-term bill; $879.6M of it for this job's hours if the rest of the 12-month term is used".
+    s = Scenario(
+        model=ModelSpec.from_params(2e12),
+        tokens=30e12,
+        chips=9216,
+        accelerators=("tpu-v7",),
+        pricing=("commit-1y",),
+    )
+    r = recommend.recommend(options.evaluate(s), "pytorch")
+    best = r.best
+    terms = math.ceil(best["train_days"] / 365)
+    assert terms > 1 and recommend.terms_billed(best) == terms
+    assert best["cost_usd"] > best["amortised_cost_usd"]
+    line = recommend.describe(best)
+    assert f"bill for {terms} whole 12-month terms" in line and "the rest of the last 12-month term" in line, line
+    assert "whole-term bill" not in line
+    commitment = next(text for text in r.reasons if text.startswith("Commitment"))
+    assert f"{terms} whole 12-month terms are billed" in commitment, commitment
+
+
+def test_a_spot_pick_says_what_it_assumes_for_interruptions():
+    s = Scenario(model=ModelSpec.preset("llama3-70b"), tokens=1.4e12, days=90, pricing=("spot",))
+    r = recommend.recommend(options.evaluate(s), "pytorch")
+    assert r.best["pricing_model"] == "spot" and r.best["preemption_overhead"] > 0
+    line = next(text for text in r.reasons if text.startswith("Spot:"))
+    assert f"add {r.best['preemption_overhead']:.0%} to the training time" in line and "Checkpoint often" in line
+    on_demand = recommend.recommend(options.evaluate(dataclasses.replace(s, pricing=("on-demand",))))
+    assert not any(text.startswith("Spot:") for text in on_demand.reasons)

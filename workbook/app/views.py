@@ -49,7 +49,7 @@ def _pricing(option: dict) -> str:
 def _where(option: dict) -> str:
     """Cloud and, where the quote names one, its region: "nebius · us-central1"."""
     cloud = option["cloud"] or "–"
-    return cloud if option.get("region") in UNNAMED_REGIONS else f"{cloud} · {option['region']}"
+    return cloud if option.get("region") in UNNAMED_REGIONS else f"{cloud} · {present.regions(option['region'])}"
 
 
 def option_table(frame: pl.DataFrame, limit: int = 60) -> str:

@@ -5,8 +5,8 @@
   the job: overhead = base (capacity waits, checkpoint writes) + nodes x interruptions per node-hour x hours lost
   per interruption (half a checkpoint interval plus the restart); at thousands of chips this is past practical;
 * a commitment bills every hour of its term (1 or 3 years) whether used or not (docs/data-sources.md): the bill is the
-  whole term; the amortised figure is what the run's own chip-hours cost at the committed rate, which is what it
-  costs only if the rest of the term is used by other work;
+  whole term, or as many whole terms as a longer run needs; the amortised figure is what the run's own chip-hours
+  cost at the committed rate, which is what it costs only if the rest of the (last) term is used by other work;
 * energy (kWh) = chips x accelerator watts x host power factor x hours / 1000 x PUE;
 * CO2e (kg) = kWh x grid intensity.
 """
@@ -41,9 +41,10 @@ def term_months(pricing_model: pl.Expr) -> pl.Expr:
 
 
 def billed_chip_hours(chips: pl.Expr, wall_hours: pl.Expr, pricing_model: pl.Expr) -> pl.Expr:
-    """Chip-hours the cloud bills: the run's hours, or the whole term for a commitment."""
-    term = term_months(pricing_model).cast(pl.Float64).fill_null(0.0) * HOURS_PER_MONTH
-    return chips * pl.max_horizontal(wall_hours, term)
+    """Chip-hours the cloud bills: the run's hours, or for a commitment its whole term, or as many whole terms as
+    the run needs when it outlasts one (a commitment is bought in terms, not by the hour)."""
+    term = term_months(pricing_model).cast(pl.Float64) * HOURS_PER_MONTH
+    return chips * pl.when(term.is_null()).then(wall_hours).otherwise((wall_hours / term).ceil().clip(1) * term)
 
 
 def energy_kwh(chips, watts, hours, host_power_factor, pue):

@@ -20,6 +20,11 @@ from workbook.model.units import HEAD_DIM
 # (2020) found loss nearly flat over a wide band of aspect ratios, so this is a safe default shape.
 ASPECT_RATIO = 128
 PARAMS_PER_LAYER_PER_HIDDEN_SQ = 12  # 4h^2 attention + 8h^2 MLP per layer (GPT-style, ignoring embeddings)
+# The longest training sequence the planner takes (2^20 tokens), a judgement: it splits a sequence over at most 32
+# chips (parallelism.CP_DEGREES), so at this length each chip already holds 32k tokens of every layer's activations,
+# 16 times the 2k per chip of the recipes it is calibrated on (8k sequences split at most 2 ways:
+# parallelism.MIN_TOKENS_PER_CP_RANK); past it the memory and step model would be extrapolation.
+MAX_SEQ_LEN = 2**20
 DEFAULT_VOCAB = 32_000  # Llama 1/2, Mistral; used when only a parameter count is known
 GATED_MLP_MATRICES = 3  # SwiGLU: gate, up, down projections (Llama, Mistral, DeepSeek)
 PLAIN_MLP_MATRICES = 2  # GELU MLP: up, down (GPT-2/3, OPT, BLOOM, GPT-NeoX)
@@ -60,7 +65,7 @@ class ModelSpec:
         _number("n_layers", self.n_layers, 1, 1000, integer=True)
         _number("hidden_dim", self.hidden_dim, 64, 1_000_000, integer=True)
         _number("attention_dim", self.attention_dim, 64, 1_000_000, integer=True)
-        _number("seq_len", self.seq_len, 128, 10_000_000, integer=True)
+        _number("seq_len", self.seq_len, 128, MAX_SEQ_LEN, integer=True)
         if self.n_kv_heads is not None:
             _number("n_kv_heads", self.n_kv_heads, 1, self.n_heads, integer=True)
         if self.ffn_dim is not None:

@@ -26,7 +26,7 @@ def nothing_to_total(train: pl.DataFrame, serve: pl.DataFrame) -> str | None:
 def train_then_serve(train: pl.DataFrame, serve: pl.DataFrame, months: float) -> pl.DataFrame:
     """Total cost of training on one option and serving on another for ``months``, for the best GPU and TPU
     option of each (the 'train on TPU, serve on GPU' strategy and its alternatives). Serving on a commitment bills
-    at least its whole term, as training's does: three months on a 1-year commitment pay twelve."""
+    whole terms, as training's does: three months on a 1-year commitment pay twelve, eighteen pay twenty-four."""
     hours = months * HOURS_PER_MONTH
 
     def leaders(frame: pl.DataFrame, cost: pl.Expr, label: str) -> pl.DataFrame:

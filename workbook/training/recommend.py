@@ -19,7 +19,8 @@ import polars as pl
 
 from workbook import catalog as catalog_mod
 from workbook.catalog.schemas import PRICING_MODELS
-from workbook.present import count, days, energy, gigabytes, price_basis, usd
+from workbook.model.units import HOURS_PER_MONTH
+from workbook.present import count, days, energy, gigabytes, price_basis, regions, usd
 from workbook.training import options
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
@@ -62,7 +63,7 @@ def _schedule(option: dict) -> str:
 
 def _head(option: dict) -> str:
     """Chip on cloud (pricing, region): chips, schedule."""
-    region = f", {option['region']}" if option.get("region") not in UNNAMED_REGIONS else ""
+    region = f", {regions(option['region'])}" if option.get("region") not in UNNAMED_REGIONS else ""
     return (
         f"{option['name']} on {option['cloud']} ({option['pricing_model']}{region}): {count(option['chips'], 'chip')}, "
         f"{_schedule(option)}"
@@ -75,14 +76,42 @@ def _range(option: dict) -> str:
     return f"range {low}-{high}" if low != high else ""
 
 
+def terms_billed(option: dict) -> int:
+    """Whole terms a commitment bills (``cost.billed_chip_hours``): 1, or more for a run that outlasts one (1 for an
+    option with no plan, whose chip-hours are null)."""
+    if option["chip_hours"] is None:
+        return 1
+    return round(option["chip_hours"] / (option["chips"] * option["term_months"] * HOURS_PER_MONTH))
+
+
+def billed_terms(option: dict) -> str:
+    """ "the whole 12-month term is billed", or "2 whole 12-month terms are billed" for a run that outlasts one."""
+    terms, months = terms_billed(option), option["term_months"]
+    return (
+        f"the whole {months:.0f}-month term is billed"
+        if terms == 1
+        else f"{terms} whole {months:.0f}-month terms are billed"
+    )
+
+
+def rest_of_term(option: dict) -> str:
+    """ "the rest of the 12-month term", or of the last one when the run outlasts one."""
+    return f"the rest of the {'last ' if terms_billed(option) > 1 else ''}{option['term_months']:.0f}-month term"
+
+
+def bill_words(option: dict) -> str:
+    """ "whole-term bill", or "bill for 2 whole 12-month terms" for a run that outlasts one."""
+    terms = terms_billed(option)
+    return "whole-term bill" if terms == 1 else f"bill for {terms} whole {option['term_months']:.0f}-month terms"
+
+
 def describe(option: dict) -> str:
-    """One line: chip on cloud (pricing, region): chips, schedule, cost with its range."""
-    term = option.get("term_months")
-    bill = " whole-term bill" if term else ""
+    """One line: chip on cloud (pricing, region): chips, schedule, cost with its range (a commitment: its whole-term
+    bill and, when the run leaves part of it unused, the job's share)."""
+    bill = f" {bill_words(option)}" if option.get("term_months") else ""
     used = (
-        f"; {usd(option['amortised_cost_usd'])} of it for this job's hours if the rest of the {term:.0f}-month term "
-        "is used"
-        if term
+        f"; {usd(option['amortised_cost_usd'])} of it for this job's hours if {rest_of_term(option)} is used"
+        if _billed_past_job(option)
         else ""
     )
     spread = f" ({spread})" if (spread := _range(option)) else ""
@@ -117,33 +146,58 @@ def _framework_reason(option: dict, team_framework: str, platform: str) -> str:
     )
 
 
-def _commitment_reason(best: dict, ranked: list[dict]) -> str | None:
-    """A commitment bills its whole term: say so, give the amortised figure, and why it still wins."""
+def _commitment_reason(best: dict, frame: pl.DataFrame) -> str | None:
+    """A commitment bills its whole term: say so, give the amortised figure, and, for a run shorter than the term,
+    why it still wins: the options billed for the run's hours only (``frame``: every option evaluated) it beat, or
+    why each of their pricing models was ruled out, or that none was compared."""
     if not best["term_months"]:
         return None
-    term_days = best["term_months"] * 365 / 12
-    text = (
-        f"Commitment: the whole {best['term_months']}-month term is billed ({usd(best['cost_usd'])}, the figure "
-        f"this was ranked on); if other work uses the chips for the rest of the term, this run's share is "
+    text = f"Commitment: {billed_terms(best)} ({usd(best['cost_usd'])}, the figure this was ranked on)"
+    if not _billed_past_job(best):
+        return text + "."
+    text += (
+        f"; if other work uses the chips for {rest_of_term(best)}, this run's share is "
         f"{usd(best['amortised_cost_usd'])} (amortised)."
     )
-    if best["train_days"] >= term_days:
-        return text
-    pay_as_you_go = [o for o in ranked if not o["term_months"]]
-    if pay_as_you_go:
+    billed_days = terms_billed(best) * best["term_months"] * HOURS_PER_MONTH / 24
+    run = f" The run takes {days(best['train_days'])} of the {billed_days:,.0f} days billed"
+    hourly = frame.filter(pl.col("term_months").is_null()).sort("cost_usd", maintain_order=True)
+    beaten = hourly.filter(pl.col("feasible"))
+    if beaten.height:
         return (
-            text + f" The run takes {days(best['train_days'])}, yet it still wins: its whole-term bill is below "
-            f"the cheapest pay-as-you-go option ({describe(pay_as_you_go[0])})."
+            text + f"{run}, yet it still wins: its {bill_words(best)} is below the cheapest option billed for the "
+            f"run's hours only ({describe(beaten.row(0, named=True))})."
         )
+    if hourly.height:
+        own = hourly.filter(pl.col("accelerator_id") == best["accelerator_id"])
+        why = "; ".join(
+            f"{r['pricing_model']}: {r['infeasible_reason']}"
+            for r in own.unique(subset="pricing_model", keep="first", maintain_order=True).iter_rows(named=True)
+        )
+        on_chip = f" (on {best['name']}, {why})" if why else ""
+        return text + f"{run}; it wins because every option billed for the run's hours only is ruled out{on_chip}."
     return (
-        text + f" The run takes only {days(best['train_days'])}: it wins because only commitment prices were "
-        f"compared; check on-demand, capacity-block or contract prices before signing."
+        text + f"{run}; it wins because only commitment prices were compared: check on-demand, capacity-block or "
+        "contract prices before signing."
+    )
+
+
+def _spot_reason(best: dict) -> str | None:
+    """Spot chips can be taken back: what the plan assumes for that (``preemption_overhead``, from
+    ``cost.preemption_overhead``) and what it means for the team."""
+    if best["pricing_model"] != "spot":
+        return None
+    return (
+        f"Spot: {best['cloud']} can take spot chips back at short notice, and each lost node stops the whole job "
+        f"until it is replaced; the time and cost above add {best['preemption_overhead']:.0%} to the training time "
+        "for that (waits for capacity, checkpoint writes, work redone after restarts). Checkpoint often, and expect "
+        "the run to stretch if interruptions come more often than that."
     )
 
 
 def _close_call(best: dict, other: dict) -> str | None:
     """One line when the two cost ranges overlap: what to decide on instead of price (none when the other finishes
-    far later: time decides, and :func:`_compare` says so)."""
+    far later: :func:`_compare` says how much later)."""
     if best["cost_usd_high"] < other["cost_usd_low"] or _far_later(best, other):
         return None
     criteria = []
@@ -246,7 +300,10 @@ def _main_risk(best: dict) -> str:
 def _capacity_doubts(best: dict) -> list[str]:
     """Why the plan's chips may not be there, in words: a large order (``catalog.capacity_to_confirm``), a
     rent-at-once ceiling that is assumed rather than published, a plan near the largest documented single job, or a
-    largest single job that is not a documented one."""
+    largest single job that is not a documented one; none for a plan within one block of its chip (an 8-GPU node, a
+    TPU cube or pod, a Trainium instance: ``workbook.model.sizing``), which a provider rents as one unit."""
+    if best["chips"] <= _block_chips(best["accelerator_id"]):
+        return []
     why = []
     ceiling = best.get("capacity_max_chips")
     if catalog_mod.capacity_to_confirm(best["chips"], ceiling):
@@ -269,6 +326,12 @@ def _capacity_doubts(best: dict) -> list[str]:
             f"{best['max_job_basis']}, not a documented run"
         )
     return why
+
+
+def _block_chips(accelerator_id: str) -> int:
+    """The chips of one block of ``accelerator_id`` (data/accelerators.csv; 0 for an id it does not list)."""
+    blocks = catalog_mod.load().accelerators.filter(pl.col("accelerator_id") == accelerator_id)["block_chips"]
+    return blocks.item() if blocks.len() == 1 else 0
 
 
 def _near_miss(best: dict, frame: pl.DataFrame) -> str | None:
@@ -311,8 +374,10 @@ def _compare(best: dict, other: dict, say_overlap: bool = True) -> str:
     :func:`_close_call`, which says it). Against a commitment billed for more than the job, first against the job's
     share of it (what a team that uses the rest of the term pays), then its whole-term bill (what a team that does
     not pays)."""
-    if _far_later(best, other):
-        tail = f" It would finish {other['finish_days'] / best['finish_days']:.0f} times later, so time rules it out."
+    if _far_later(best, other):  # said as it is: no deadline rules out an option that is still feasible
+        deadline = best.get("deadline_days")
+        within = f", though within the {deadline:g}-day deadline" if deadline is not None else ""
+        tail = f" It would finish {other['finish_days'] / best['finish_days']:.1f} times later{within}."
     else:
         overlap = say_overlap and best["cost_usd_high"] >= other["cost_usd_low"]
         tail = " The cost ranges overlap, so the two are close within the uncertainty." if overlap else ""
@@ -321,8 +386,8 @@ def _compare(best: dict, other: dict, say_overlap: bool = True) -> str:
     return (
         f"{best['name']} is {_versus(best['cost_usd'], other['amortised_cost_usd'])} than {_head(other)}, on this "
         f"job's {usd(other['amortised_cost_usd'])} share of a {other['term_months']:.0f}-month commitment (if other "
-        f"work uses the rest of the term); {_versus(best['cost_usd'], other['cost_usd'])} if the rest goes unused "
-        f"({usd(other['cost_usd'])} whole-term bill{', ' + spread if (spread := _range(other)) else ''}).{tail}"
+        f"work uses {rest_of_term(other)}); {_versus(best['cost_usd'], other['cost_usd'])} if the rest goes unused "
+        f"({usd(other['cost_usd'])} {bill_words(other)}{', ' + spread if (spread := _range(other)) else ''}).{tail}"
     )
 
 
@@ -359,7 +424,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         f"its cost could be {low} to {high} (efficiency and price uncertainty)"
         if low != high
         else f"its cost is {low} at either end of the efficiency range"
-        + (" (the whole term is billed)" if best["term_months"] else "")
+        + (f" ({billed_terms(best)})" if best["term_months"] else "")
     )
     reasons = [
         f"Cheapest option that meets the constraints; {spread}, training in {days(best['train_days_low'])} "
@@ -382,11 +447,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     if near:
         reasons.append(near)
     reasons.append(_framework_reason(best, team_framework, platform))
-    commitment = _commitment_reason(
-        best, frame.filter(pl.col("feasible")).sort("cost_usd", maintain_order=True).to_dicts()
-    )
-    if commitment:
-        reasons.append(commitment)
+    reasons.extend(line for line in (_commitment_reason(best, frame), _spot_reason(best)) if line)
     reasons.append(
         f"Memory fits: {gigabytes(best['memory_per_chip_gb'])} needed per chip of {gigabytes(best['hbm_gb'])} "
         f"(at least {count(best['min_chips_to_fit'], 'chip')} needed to fit the model)."
@@ -401,11 +462,11 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     reasons.append(
         f"Price: ${best['usd_per_chip_hour']:.2f} per chip-hour, {price_basis(best, 'the cheapest')} "
         f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({best['instance_type']}, "
-        f"region {best['region']}); "
+        f"region {regions(best['region'])}); "
         f"typical ${best['usd_per_chip_hour_typical']:.2f}; as of {age}{best['price_as_of']:%Y-%m}." + caveat
     )
     reasons.append(_main_risk(best))
-    bill = f" (whole {best['term_months']}-month term)" if best["term_months"] else ""
+    bill = f" ({bill_words(best)})" if best["term_months"] else ""
     mine = ", your price" if best.get("user_price") else ""
     headline = (
         f"Train on {best['name']} ({best['cloud']}, {best['pricing_model']}{mine}): {count(best['chips'], 'chip')}"

@@ -165,8 +165,23 @@ class Scenario:
             _number("days", self.days, 0.01, 3650)
         if not self.pricing:
             raise InputError("pricing", f"needs at least one of {', '.join(PRICING_MODELS)}")
+        self._check_batch_holds_a_micro_batch()
         for model in self.pricing:
             _choice("pricing", model, PRICING_MODELS)
+
+    def _check_batch_holds_a_micro_batch(self) -> None:
+        """A step must hold one micro-batch of sequences, or no chip has work (the plan read "keeps at most 0 chips
+        busy"); the error names the global batch when the user set it, else the sequence length."""
+        a, seq_len = self.assumptions, self.model.seq_len
+        batch = a.global_batch_tokens or default_global_batch_tokens(self.model.params)
+        least = a.micro_batch_seqs * seq_len
+        if batch >= least:
+            return
+        if a.global_batch_tokens is not None:
+            raise InputError(
+                "global_batch_tokens", f"must hold at least one {seq_len:,}-token sequence a step, got {batch:,.0f}"
+            )
+        raise InputError("seq_len", f"must be at most the global batch of {batch:,.0f} tokens a step, got {seq_len:,}")
 
     @property
     def target_days(self) -> float:
