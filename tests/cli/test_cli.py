@@ -193,6 +193,11 @@ def test_report_refuses_a_folder_as_out_before_any_work(cli, tmp_path):
         (["train", "--params", "7e9", "--tokens", "1e16", "--accelerator", "h100-sxm"], "--tokens:", "--params:"),
         (["serve", "--accelerator", "h100-sxm"], "--params:", "----params"),
         (["compare", "--mode", "serve", "--model", "deepseek-v3", "--params", "7e9"], "--params:", "----params"),
+        (
+            ["serve", "--model", "llama3-70b", "--accelerator", "h200", "--prompt-tokens", "200000"],
+            "--prompt-tokens:",
+            "Traceback",
+        ),
     ],
 )
 def test_messages_name_the_flag_as_typed(cli, args, flag, not_named):

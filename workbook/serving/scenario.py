@@ -143,10 +143,33 @@ class ServeScenario:
             _number("prompt_tokens_p99", self.prompt_tokens_p99, self.prompt_tokens, 2_000_000, integer=True)
         if self.output_tokens_p99 is not None:
             _number("output_tokens_p99", self.output_tokens_p99, self.output_tokens, 200_000, integer=True)
+        self._check_context()
         if not isinstance(self.disaggregation, bool):
             raise InputError("disaggregation", f"must be true or false, got {self.disaggregation!r}")
         for model in self.pricing:
             _choice("pricing", model, PRICING_MODELS)
+
+    def _check_context(self) -> None:
+        """A request (and the 99th-percentile prompt with the 99th-percentile answer) must fit in the model's context
+        window, where the model states one: the engine refuses a longer one (vLLM's max_model_len)."""
+        limit = self.model.context_tokens
+        if limit is None:
+            return
+        tail_field = "prompt_tokens_p99" if self.prompt_tokens_p99 else "output_tokens_p99"
+        for field, words, prompt, output in (
+            ("prompt_tokens", "the prompt plus the answer", self.prompt_tokens, self.output_tokens),
+            (
+                tail_field,
+                "the 99th-percentile prompt plus the 99th-percentile answer",
+                self.prompt_tokens_tail,
+                self.output_tokens_p99 or self.output_tokens,
+            ),
+        ):
+            if prompt + output > limit:
+                raise InputError(
+                    field,
+                    f"{words} ({prompt:,} + {output:,} tokens) must fit in the model's {limit:,}-token context window",
+                )
 
     @property
     def prompt_tokens_tail(self) -> int:
