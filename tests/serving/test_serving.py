@@ -975,3 +975,23 @@ def test_a_hugging_face_config_states_its_context_window(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config))
     assert ModelSpec.from_hf_config(tmp_path / "config.json").context_tokens == 8192
 
+
+def test_a_too_slow_reason_quotes_a_speed_slower_than_the_target_and_a_replica_that_holds_the_model():
+    # DeepSeek-V3 on GH200 96GB: one to four chips cannot hold its 671 GB; a pipeline of eight nodes holds it and is
+    # too slow. The reason's best speed must be the one of a replica that holds it (a replica that does not is no
+    # evidence), and the row shown must be that replica with about one sequence in flight.
+    s = _scenario(
+        model=ModelSpec.preset("deepseek-v3"),
+        weight_precision="fp8",
+        kv_precision="fp8",
+        prompt_tokens=2000,
+        output_tokens=500,
+        requests_per_s=20,
+        accelerators=("gh200",),
+    )
+    row = serving.evaluate_serving(s).row(0, named=True)
+    reason = row["infeasible_reason"]
+    assert "per-token target" in reason, reason
+    best_ms = float(reason.split("(best ")[1].split(" ms")[0])
+    assert best_ms > s.tpot_ms, reason
+    assert row["fits_in_memory"] and row["memory_per_chip_gb"] <= row["hbm_gb"], row

@@ -112,9 +112,11 @@ def _why_not(s: ServeScenario) -> pl.Expr:
         .when(~pl.col("any_tpot"))
         .then(
             pl.format(
-                "even one sequence at a time is slower than the {} ms p99 per-token target (best {} ms)",
+                "even one sequence at a time is slower than the {} ms p99 per-token target (best {} ms, on the "
+                "replicas of {} or more that hold the model)",
                 pl.lit(_target_words(s.tpot_ms)),
                 pl.col("best_tpot_ms").round(1),
+                counted(pl.col("min_fitting_tensor_parallel"), "chip"),
             )
         )
         .when(~pl.col("any_ok"))
@@ -220,9 +222,13 @@ def _best_on_stack(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
             pl.col("any_tpot").any(),
             pl.col("any_ok").any(),
             pl.col("tensor_parallel").max().alias("max_tensor_parallel"),
+            pl.col("tensor_parallel").filter(pl.col("any_fits")).min().alias("min_fitting_tensor_parallel"),
         )
         .join(
-            curve.group_by("accelerator_id").agg(pl.col("tpot_ms").min().alias("best_tpot_ms")),
+            # the fastest a replica that holds the model goes: one that does not fit is no evidence of speed
+            curve.group_by("accelerator_id").agg(
+                pl.col("tpot_ms").filter(pl.col("fits_in_memory")).min().alias("best_tpot_ms")
+            ),
             on="accelerator_id",
         )
     )
@@ -232,13 +238,20 @@ def _best_on_stack(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
     best = ok.sort(["chips", "capacity_per_chip"], descending=[False, True]).unique(
         "accelerator_id", keep="first", maintain_order=True
     )
-    # Infeasible accelerators keep their largest replica, so the table shows its memory.
+    # Infeasible accelerators keep their largest replica, read at the lightest load, so the table shows its memory
+    # with the weights and about one sequence's KV cache (what the reason weighs), not a cache no replica could hold.
     fallback = frame.sort("tensor_parallel", descending=True).unique("accelerator_id", keep="first")
     chosen = pl.concat(
         [best.drop("capacity_per_chip"), fallback.join(best.select("accelerator_id"), on="accelerator_id", how="anti")]
     )
-    actual = (demand_rps / pl.col("replicas") / pl.col("capacity_rps")).fill_null(pl.col("max_load_fraction"))
-    rho = pl.when(actual < 1).then(actual).otherwise(0.99)
+    actual = demand_rps / pl.col("replicas") / pl.col("capacity_rps")
+    rho = (
+        pl.when(pl.col("max_load_fraction").is_null())
+        .then(replica.LOAD_GRID[0])
+        .when(actual < 1)
+        .then(actual)
+        .otherwise(replica.LOAD_GRID[-1])
+    )
     # Each configuration read at the traffic's load and at the headroom target's (what_targets_cost), in one pass.
     readings = pl.concat(
         [chosen.with_columns(_rho=rho, _at_headroom=False), chosen.with_columns(_rho=s.headroom, _at_headroom=True)]
