@@ -123,4 +123,4 @@ def test_the_serving_table_shows_no_infinite_latency():
     frame = serving.evaluate_serving(s)
     assert not frame["feasible"].all()
     html = views.serving_table(frame, limit=frame.height)
-    assert "inf ms" not in html and "nan ms" not in html
+    assert "inf ms" not in html and "nan ms" not in html and "<td>–, –</td>" in html

@@ -1,6 +1,7 @@
 """The CLI contract (docs/design.md) and its bad-input rule: exit 2, one line naming the flag."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -261,3 +262,31 @@ def test_serve_takes_the_model_as_train_does(cli):
     assert json.loads(out.stdout)["chips"] >= 1
     words = cli("serve", "--model", "deepseek-v3", "--accelerator", "b200", "--precision", "fp4")
     assert words.stdout.startswith("Model: DeepSeek-V3 / R1 (671.0B parameters, 37.0B active)\n"), words.stdout
+
+
+def _strict_json(text: str):
+    """JSON as a strict parser reads it: Infinity and NaN are not JSON."""
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_serve_json_of_an_accelerator_that_cannot_serve_is_valid_and_has_no_latency_or_throughput(cli):
+    result = cli("serve", "--params", "1e12", "--accelerator", "a10", "--rps", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    option = _strict_json(result.stdout)
+    assert option["feasible"] is False and option["infeasible_reason"]
+    for key in ("ttft_ms", "tpot_ms", "tokens_per_s_per_chip", "utilisation", "usd_per_million_tokens"):
+        assert option[key] is None, (key, option[key])
+    assert option["memory_per_chip_gb"] is not None  # its memory is still shown
+
+
+def test_json_writes_a_number_without_a_finite_value_as_null():
+    from workbook import cli as cli_mod
+
+    assert _strict_json(cli_mod._json({"ttft_ms": math.inf, "rows": [{"x": math.nan}, 1.5]})) == {
+        "ttft_ms": None,
+        "rows": [{"x": None}, 1.5],
+    }

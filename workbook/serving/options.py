@@ -421,6 +421,24 @@ SERVE_COLUMNS = [
 ]
 
 
+# What an accelerator that cannot serve within the targets has no figure for: its row is its largest replica with
+# about one sequence in flight (its memory), and a latency, a load or a cost there would read as an answer.
+UNSERVED_NULL_COLUMNS = [
+    "ttft_ms",
+    "tpot_ms",
+    "ttft_mean_ms",
+    "tpot_mean_ms",
+    "prefill_tail_ms",
+    "load_fraction",
+    "utilisation",
+    "sequences",
+    "tokens_per_s_per_chip",
+    "tokens_per_s_per_replica",
+    "capacity_tokens_per_s_per_replica",
+    "usd_per_million_tokens_at_full_load",
+]
+
+
 def evaluate_serving(
     s: ServeScenario, catalog: Catalog | None = None, efficiency: ServingEfficiency | None = None
 ) -> pl.DataFrame:
@@ -488,7 +506,9 @@ def evaluate_serving(
         .then(pl.concat_str(over, looser, ignore_nulls=True))
         .otherwise(None)
     )
-    frame = frame.with_columns(infeasible_reason=reason)
+    frame = frame.with_columns(infeasible_reason=reason).with_columns(
+        pl.when(pl.col("serve_reason").is_null()).then(pl.col(c)).alias(c) for c in UNSERVED_NULL_COLUMNS
+    )
     return (
         frame.with_columns(feasible=pl.col("infeasible_reason").is_null())
         .select(SERVE_COLUMNS)
