@@ -370,6 +370,7 @@ SERVE_COLUMNS = [
     "scaleout_bytes_per_s",
     "allreduce_efficiency",
     "allreduce_latency_us",
+    "matmul_precision",
     "fp4_factor",
     "fp4_fraction",
     "fp4_basis",

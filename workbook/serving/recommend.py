@@ -239,7 +239,7 @@ def _stack_line(o: dict, scenario) -> str:
         + _fixed_cost_words(o)
         + ". "
         + _sustained_words(o)
-        + _fp4_words(o, scenario)
+        + _matmul_words(o, scenario)
         + _engine_words(o)
     )
 
@@ -271,17 +271,24 @@ def _sustained_words(o: dict) -> str:
     )
 
 
-def _fp4_words(o: dict, scenario) -> str:
-    """How FP4 weights are multiplied on the chip, when they are FP4."""
+def _matmul_words(o: dict, scenario) -> str:
+    """How the weights are multiplied on the chip: what FP4 matmuls gain, or, on a chip without matmuls of the
+    weights' precision (FP4 on H100, FP8 on A100), the rate they are multiplied at instead
+    (:func:`workbook.serving.scenario.matmul_precision`)."""
     if o.get("fp4_factor") is not None:
         return (
             f"FP4 matmuls speed up {o['fp4_fraction']:.0%} of this model's compute time (the rest, attention and"
             f" the passes over each token's activations, runs as with FP8), so FP4 weights reach"
             f" {o['fp4_factor']:.0%} of that efficiency, of the chip's FP4 peak ({o['fp4_basis']}). "
         )
-    if scenario.weight_precision == "fp4":
-        return "This chip has no FP4 matmuls: its FP4 weights are multiplied at the FP8 rate (or BF16 without FP8). "
-    return ""
+    weights, used = scenario.weight_precision.upper(), (o.get("matmul_precision") or scenario.weight_precision).upper()
+    if used == weights:
+        return ""
+    return (
+        f"This chip has no {weights} matmuls: its {weights} weights are dequantised to {used} as they are read and "
+        f"multiplied at the {used} rate (weight-only {weights}: the smaller weights speed up reading them, not the "
+        "arithmetic). "
+    )
 
 
 def _engine_words(o: dict) -> str:

@@ -60,7 +60,7 @@ import polars as pl
 
 from workbook.model import serving as sv
 from workbook.model.sustained import FACTOR_COLUMN
-from workbook.serving.scenario import ServeScenario, peak_column
+from workbook.serving.scenario import ServeScenario, matmul_precision, peak_column
 
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
 # A model too large for one node is served by a pipeline of nodes: tensor parallel within each node, pipeline
@@ -455,6 +455,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     max_sequences = pl.min_horizontal(cache_sequences, limit)
     return frame.with_columns(
         allreduce_efficiency=pl.when(within_stage > 1).then(allreduce),  # null: no all-reduce
+        matmul_precision=matmul_precision(s.weight_precision),  # "bf16": FP8 weights on a chip without FP8 matmuls
         fp4_factor=pl.when(fp4_matmuls).then(fp4),  # null: no FP4 matmuls
         fp4_fraction=pl.when(fp4_matmuls).then(fp4_fraction(factors, frame, m)),
         prefill_s=prefill_s,

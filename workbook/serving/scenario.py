@@ -72,15 +72,34 @@ MIN_HEADROOM, MAX_HEADROOM = 0.3, 0.95
 # matrix multiplies run at the BF16 rate.
 # FP4 (NVFP4 on Blackwell, MXFP4 on MI355X) multiplies in FP4 where the chip has FP4 tensor cores; elsewhere the
 # FP4 weights are dequantised and multiplied at the FP8 rate (W4A8), else BF16.
+# FP8 weights on a chip without FP8 matmuls (A100, A10G, TPU v5e: no FP8 peak in data/accelerators.csv) are read
+# as FP8 and dequantised to BF16 for the multiply: half the bytes read, the BF16 compute rate (weight-only W8A16, as
+# vLLM runs FP8 checkpoints below compute capability 8.9 with its FP8 Marlin kernels: docs.vllm.ai "FP8 W8A8",
+# vLLM PR 5975). The card says so (workbook.serving.recommend).
 PEAK_FOR = {**PEAK_COLUMN, "fp4": "fp4_flops_per_s", "int8": PEAK_COLUMN["bf16"], "int4": PEAK_COLUMN["bf16"]}
-PEAK_FALLBACK = {"fp4": (PEAK_COLUMN["fp8"], PEAK_COLUMN["bf16"])}  # else the BF16 rate
+PEAK_FALLBACK = {"fp4": ("fp8",)}  # else the BF16 rate
+
+
+def _peak_chain(precision: str) -> dict[str, str]:
+    """The precisions whose peaks ``precision`` weights are multiplied at, first choice first, with their columns
+    (one column once: INT8's and INT4's is BF16's)."""
+    chain = (precision, *PEAK_FALLBACK.get(precision, ()), "bf16")
+    columns = {}
+    for name in chain:
+        columns.setdefault(PEAK_FOR[name], name)
+    return {name: column for column, name in columns.items()}
 
 
 def peak_column(precision: str) -> pl.Expr:
     """The dense peak a replica multiplies at with ``precision`` weights: the precision's own rate where the chip
     has it, else the next one it has (:data:`PEAK_FALLBACK`, then BF16)."""
-    chain = (PEAK_FOR[precision], *PEAK_FALLBACK.get(precision, ()), PEAK_COLUMN["bf16"])
-    return pl.coalesce([pl.col(column) for column in dict.fromkeys(chain)])
+    return pl.coalesce([pl.col(column) for column in _peak_chain(precision).values()])
+
+
+def matmul_precision(precision: str) -> pl.Expr:
+    """The precision whose peak :func:`peak_column` takes on each chip for ``precision`` weights: ``precision``
+    itself where the chip has its matmuls, else the one it falls back to ("bf16" for FP8 weights on an A100)."""
+    return pl.coalesce([pl.when(pl.col(c).is_not_null()).then(pl.lit(n)) for n, c in _peak_chain(precision).items()])
 
 
 def default_kv_heads(attention_dim: int) -> int:
