@@ -183,15 +183,19 @@ def fewest_chips(candidates: pl.DataFrame) -> pl.DataFrame:
     )
     if "disaggregated" in candidates.columns:  # split pools are weighed against shared replicas on any stack
         shared = pl.when(pl.col("disaggregated")).then(pl.col("chips_without_disaggregation")).otherwise("chips")
+        split = pl.when(pl.col("disaggregated")).then(pl.col("chips")).otherwise("disaggregated_chips")
         fewest = ranked.filter("_served").group_by("accelerator_id").agg(shared.min().alias("_shared"))
+        fewest_split = ranked.group_by("accelerator_id").agg(split.min().alias("_split"))
         chosen = (
             chosen.join(fewest, on="accelerator_id", how="left")
+            .join(fewest_split, on="accelerator_id", how="left")
             .with_columns(
                 chips_without_disaggregation=pl.when(pl.col("disaggregated")).then(
                     pl.min_horizontal("chips_without_disaggregation", "_shared")
-                )
+                ),
+                disaggregated_chips=pl.when(~pl.col("disaggregated")).then("_split"),
             )
-            .drop("_shared")
+            .drop("_shared", "_split")
         )
     return chosen.drop("_served", "_chosen")
 

@@ -79,6 +79,24 @@ def _disaggregation_line(o: dict) -> str:
     )
 
 
+def _split_weighed_line(o: dict, scenario) -> list[str]:
+    """Where separate prefill and decode replicas were asked for and not picked: what they would need, or that they
+    could not meet the targets."""
+    if not scenario.disaggregation or o.get("disaggregated"):
+        return []
+    split = o.get("disaggregated_chips")
+    if split is None:
+        return [
+            "Separate prefill and decode replicas (disaggregated serving) were weighed and cannot meet your latency "
+            "targets on this chip, so each replica does both."
+        ]
+    return [
+        f"Separate prefill and decode replicas (disaggregated serving) were weighed: they would need "
+        f"{count(split, 'chip')}, not fewer than the {count(o['chips'], 'chip')} of replicas that do both, so each "
+        "replica does both."
+    ]
+
+
 def _pipeline_words(o: dict) -> str:
     """A replica spread over nodes: how many, and what the pipeline costs."""
     stages = o.get("pipeline_parallel") or 1
@@ -359,6 +377,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"{best['utilisation']:.0%} of what it can sustain within your latency targets (headroom target "
         f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}).",
         *([_disaggregation_line(best)] if best.get("disaggregated") else []),
+        *_split_weighed_line(best, scenario),
         _latency_line(best, scenario),
         _stack_line(best, scenario),
         f"Memory per chip: {gigabytes(best['memory_per_chip_gb'])} of {gigabytes(best['hbm_gb'])} "
