@@ -50,6 +50,7 @@ def scenario(run: dict) -> ServeScenario:
         accelerators=(run["accelerator_id"],),
         max_batch=(None if run["scenario"] == "concurrency" else run["batch"]) or _slots(run),  # clients: no limit
         prompt_tokens_p99=run["prompt_tokens_p99"],
+        attention_data_parallel=bool(run.get("attention_data_parallel")),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Optional
 
 import polars as pl
@@ -133,6 +134,10 @@ class ServeScenario:
     output_tokens_p99: Optional[int] = None  # 99th-percentile answer length (default: every answer is output_tokens)
     # also consider separate prefill and decode replicas (workbook.serving.disaggregated), where they need fewer chips
     disaggregation: bool = False
+    # attention run data-parallel, each chip of a replica its own sequences and their KV cache (TensorRT-LLM's
+    # enable_attention_dp, SGLang's --enable-dp-attention), as NVIDIA's MLPerf DeepSeek-R1 configs run it; off, every
+    # engine's default: tensor-parallel attention (:attr:`kv_split`)
+    attention_data_parallel: bool = False
     assumptions: ServeAssumptions = ServeAssumptions()
 
     def __post_init__(self):
@@ -163,8 +168,9 @@ class ServeScenario:
         if self.output_tokens_p99 is not None:
             _number("output_tokens_p99", self.output_tokens_p99, self.output_tokens, 200_000, integer=True)
         self._check_context()
-        if not isinstance(self.disaggregation, bool):
-            raise InputError("disaggregation", f"must be true or false, got {self.disaggregation!r}")
+        for field in ("disaggregation", "attention_data_parallel"):
+            if not isinstance(getattr(self, field), bool):
+                raise InputError(field, f"must be true or false, got {getattr(self, field)!r}")
         for model in self.pricing:
             _choice("pricing", model, PRICING_MODELS)
 
@@ -210,16 +216,26 @@ class ServeScenario:
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes a token holds: keys and values of every KV head and layer, or, with latent attention, its
         latent and rotary key (DeepSeek-V3: 61 x 576 values, 35 KB in FP8, where 128 heads' keys and values would
-        take 2 MB). A replica's chips share its sequences' cache (a chip holds 1/t of it): with latent attention,
-        whose latent every head reads and tensor parallelism cannot split, that is attention run data-parallel, each
-        chip its own sequences, as engines serve DeepSeek (TensorRT-LLM's attention DP with wide expert parallelism in
-        NVIDIA's MLPerf v5.1 DeepSeek-R1 configs). Not charged: the attention weights each chip then holds whole
-        (DeepSeek-V3's 11B, about 10 GB a chip more in FP8 than split eight ways, an eighth of its 84 GB)."""
+        take 2 MB). How a replica's chips share it: :attr:`kv_split`."""
         kv_bytes = sv.BYTES_PER_ELEMENT[self.kv_precision]
         m = self.model
         if self.latent_attention:
             return m.n_layers * (m.kv_lora_rank + m.qk_rope_dim) * kv_bytes
         return sv.kv_bytes_per_token(m.n_layers, self.kv_heads, HEAD_DIM, kv_bytes)
+
+    @property
+    def kv_split(self) -> float:
+        """The most chips of a pipeline stage its KV cache is split over; past that, each chip holds a copy of its
+        share. Tensor-parallel attention gives each chip whole KV heads, so a cache splits over at most its KV heads'
+        count (vLLM copies a head's cache on each chip that runs its queries where the chips outnumber the KV heads),
+        and a latent attention's one latent is on every chip, all of it (SGLang issue 2591: 'each rank keeps a full
+        copy of the compressed KV'; vLLM issue 51454: DP8 holds 7.7x the KV of TP8 for DeepSeek's one-head MLA).
+        Attention run data-parallel splits it over every chip, each holding its own sequences' cache; not charged
+        then: the attention weights each chip holds whole (DeepSeek-V3's 11B, about 10 GB a chip more in FP8 than
+        split eight ways)."""
+        if self.attention_data_parallel:
+            return math.inf
+        return 1 if self.latent_attention else self.kv_heads
 
     @property
     def decode_attention_dim(self) -> int:
