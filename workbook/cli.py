@@ -493,6 +493,22 @@ SERVE_KEYS = [
 ]
 
 
+def _finite(value):
+    """``value`` with every infinite or NaN number in it as None (JSON has no Infinity)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json(value) -> str:
+    """Valid JSON: a number with no finite value is null."""
+    return json.dumps(_finite(value), indent=1, allow_nan=False)
+
+
 def _serve_output(frame: pl.DataFrame, scenario: serving.ServeScenario, single: bool, as_json: bool) -> str:
     """The recommendation (``recommend_serving``) then the options; JSON: the options (one for ``serve``) and,
     for ``compare``, the recommendation."""
@@ -502,9 +518,9 @@ def _serve_output(frame: pl.DataFrame, scenario: serving.ServeScenario, single: 
     rec = serving.recommend_serving(frame, scenario)
     if as_json:
         if single:
-            return json.dumps(records[0], indent=1)
+            return _json(records[0])
         summary = {"headline": rec.headline, "reasons": rec.reasons, "warnings": rec.warnings}
-        return json.dumps({"recommendation": summary, "options": records}, indent=1)
+        return _json({"recommendation": summary, "options": records})
     view = frame.select(
         "accelerator_id",
         "stack",
@@ -603,7 +619,7 @@ def run(argv: list[str]) -> int:
         raise InputError("--prices", str(err)) from None
     if args.command == "accelerators":
         frame = cat.accelerators.with_columns(pl.col("as_of").cast(pl.String))
-        print(json.dumps(frame.to_dicts(), indent=1) if args.json else "\n".join(cat.accelerator_ids))
+        print(_json(frame.to_dicts()) if args.json else "\n".join(cat.accelerator_ids))
         return 0
     if args.command == "static":
         from workbook import static  # builds the whole grid: only this command needs it
@@ -634,7 +650,7 @@ def run(argv: list[str]) -> int:
     summary = _summary(scenario, frame, cat)
     if args.json:
         records = _records(rows)
-        print(json.dumps(records[0] if args.command == "train" else records, indent=1))
+        print(_json(records[0] if args.command == "train" else records))
         print(summary, file=sys.stderr)
     else:
         print(summary + "\n")

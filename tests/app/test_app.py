@@ -1,6 +1,7 @@
 """Widget wiring in the kernel: set a control -> scenario, frames and chart data change; bad states show a message."""
 
 import datetime
+import html
 
 import polars as pl
 import pytest
@@ -20,6 +21,18 @@ def dash():
 
 def _data(dash, name):
     return dash.train.charts.datasets[name]
+
+
+def test_a_prompt_longer_than_the_served_models_context_window_says_so_on_the_page(dash):
+    dash.tabs.selected_index = 1
+    c = dash.serve.controls
+    c["own_model"].value = True
+    c["model"].value = "llama3-70b"
+    c["prompt_tokens"].value = 200_000
+    message = html.unescape(dash.serve.status.value)
+    assert dash.serve.stale and "Traceback" not in message
+    words = "Prompt tokens: the prompt plus the answer (200,000 + 300 tokens) must fit in the model's 131,072-token"
+    assert words in message, message
 
 
 def test_initial_page_has_recommendation_and_charts(dash):

@@ -1,6 +1,7 @@
 """The CLI contract (docs/design.md) and its bad-input rule: exit 2, one line naming the flag."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -200,6 +201,11 @@ def test_report_refuses_a_folder_as_out_before_any_work(cli, tmp_path):
         (["compare", "--model", "llama3-70b", "--seq-len", "10000000"], "--seq-len:", "0 chips"),
         (["compare", "--model", "llama3-70b", "--global-batch-tokens", "4096", "--seq-len", "8192"], "--global", "0 c"),
         (["compare", "--model", "llama3-70b", "--precision", "fp4"], "--precision:", "--weight-precision"),
+        (
+            ["serve", "--model", "llama3-70b", "--accelerator", "h200", "--prompt-tokens", "200000"],
+            "--prompt-tokens:",
+            "Traceback",
+        ),
     ],
 )
 def test_messages_name_the_flag_as_typed(cli, args, flag, not_named):
@@ -326,3 +332,31 @@ def test_every_pricing_model_without_a_term_says_what_it_bills():
     from workbook.model.cost import TERM_MONTHS
 
     assert set(cli_mod.HOURS_BASIS) == set(PRICING_MODELS) - set(TERM_MONTHS)
+
+
+def _strict_json(text: str):
+    """JSON as a strict parser reads it: Infinity and NaN are not JSON."""
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_serve_json_of_an_accelerator_that_cannot_serve_is_valid_and_has_no_latency_or_throughput(cli):
+    result = cli("serve", "--params", "1e12", "--accelerator", "a10", "--rps", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    option = _strict_json(result.stdout)
+    assert option["feasible"] is False and option["infeasible_reason"]
+    for key in ("ttft_ms", "tpot_ms", "tokens_per_s_per_chip", "utilisation", "usd_per_million_tokens"):
+        assert option[key] is None, (key, option[key])
+    assert option["memory_per_chip_gb"] is not None  # its memory is still shown
+
+
+def test_json_writes_a_number_without_a_finite_value_as_null():
+    from workbook import cli as cli_mod
+
+    assert _strict_json(cli_mod._json({"ttft_ms": math.inf, "rows": [{"x": math.nan}, 1.5]})) == {
+        "ttft_ms": None,
+        "rows": [{"x": None}, 1.5],
+    }

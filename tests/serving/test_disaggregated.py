@@ -120,6 +120,30 @@ def test_the_card_says_why_it_splits_and_what_it_saves(both):
     assert not any("separate replicas" in r for r in shared.reasons)
 
 
+def test_the_card_says_split_pools_were_weighed_where_replicas_that_do_both_need_no_more_chips(both, cat, eff):
+    # Llama 3.1 70B, 8,000-token prompts at 20 requests/s on H200: replicas that do both need no more chips
+    s = serving.ServeScenario(
+        model=ModelSpec.preset("llama3-70b"),
+        prompt_tokens=8000,
+        output_tokens=300,
+        requests_per_s=20,
+        accelerators=("h200",),
+        disaggregation=True,
+    )
+    rec = serving.recommend_serving(serving.evaluate_serving(s, cat, eff), s)
+    assert rec.best is not None and not rec.best["disaggregated"]
+    text = " ".join(rec.reasons)
+    assert "Separate prefill and decode replicas (disaggregated serving) were weighed" in text, text
+    pools = rec.best["disaggregated_chips"]
+    if pools is not None:  # what the pools would need, never fewer than the answer's chips
+        assert pools >= rec.best["chips"] and f"they would need {pools:,} chips" in text, text
+    shared, split = both
+    won = serving.recommend_serving(split, _busy(disaggregation=True))  # a split answer says why it splits instead
+    assert won.best["disaggregated"] and not any("were weighed" in r for r in won.reasons)
+    unasked = serving.recommend_serving(shared, _busy())  # not asked for: not weighed, not said
+    assert not any("were weighed" in r for r in unasked.reasons)
+
+
 def test_cli_flag_reaches_the_answer(capsys):
     code = run(
         [

@@ -9,7 +9,7 @@ from workbook import serving
 from workbook.errors import InputError
 from workbook.model import serving as sv
 from workbook.model.spec import ModelSpec
-from workbook.serving import published, replica
+from workbook.serving import options, published, replica
 
 
 def _serve(model, **kw):
@@ -77,12 +77,41 @@ def test_a_config_with_latent_attention_is_read_as_such(tmp_path):
 
 def test_the_replica_holds_each_sequence_at_the_latents_size():
     # the same DeepSeek-V3 traffic on H200s: each sequence in flight holds 576 values a layer, not 8 heads' 2 x 1,024
+    # (attention run data-parallel, so that both caches split over every chip)
     def per_sequence(**kw):
-        s = _serve(ModelSpec.preset("deepseek-v3"), accelerators=("h200",), pricing=("on-demand",), **kw)
+        s = _serve(
+            ModelSpec.preset("deepseek-v3"),
+            accelerators=("h200",),
+            pricing=("on-demand",),
+            attention_data_parallel=True,
+            **kw,
+        )
         row = serving.evaluate_serving(s).row(0, named=True)
         return row["kv_cache_gb"] / row["sequences"]
 
     assert per_sequence() / per_sequence(n_kv_heads=8) == pytest.approx(576 / (2 * 8 * 128))
+
+
+def _kv_per_chip(cat, eff, model, accelerator, **kw):
+    """GB of one sequence's KV cache on each chip, per tensor-parallel degree of a replica within one node."""
+    s = _serve(model, accelerators=(accelerator,), **kw)
+    reps = options._replicas(cat, s, eff).filter(pl.col("pipeline_parallel") == 1)
+    return dict(reps.select("tensor_parallel", "kv_gb_per_sequence").iter_rows())
+
+
+def test_tensor_parallel_attention_keeps_the_whole_latent_on_every_chip(cat, eff):
+    # DeepSeek-V3's one latent a token is read by every head: each chip of a tensor-parallel replica holds all of it
+    # (SGLang, vLLM: copied on every rank), unless attention runs data-parallel, each chip its own sequences
+    tp = _kv_per_chip(cat, eff, ModelSpec.preset("deepseek-v3"), "mi300x")
+    dp = _kv_per_chip(cat, eff, ModelSpec.preset("deepseek-v3"), "mi300x", attention_data_parallel=True)
+    assert len(tp) > 1 and len(set(tp.values())) == 1, tp
+    assert all(dp[t] == pytest.approx(tp[t] / t) for t in tp), (tp, dp)
+
+
+def test_a_cache_splits_over_no_more_chips_than_its_kv_heads(cat, eff):
+    # Llama 3.1 405B has 8 KV heads: at 16 chips a replica, each KV head's cache is on two chips
+    per_chip = _kv_per_chip(cat, eff, ModelSpec.preset("llama3-405b"), "gb200")
+    assert per_chip[4] == pytest.approx(2 * per_chip[8]) and per_chip[16] == pytest.approx(per_chip[8]), per_chip
 
 
 def test_a_published_row_with_latent_attention_is_read_as_its_model(cat):
@@ -93,6 +122,7 @@ def test_a_published_row_with_latent_attention_is_read_as_its_model(cat):
     assert s.latent_attention and s.kv_bytes_per_token == 61 * 576 * 1.0  # FP8 cache
     assert s.model.attention_dim == 16_384 and s.decode_attention_dim == 128 * (512 + 32)
     assert s.output_tokens_p99 == 20_000
+    assert s.attention_data_parallel  # NVIDIA's config: enable_attention_dp, each GPU its own sequences' cache
     # a long answer stays in flight longer: the decode steps' mean context is far past prompt + answer / 2
     spread = sv.decode_context_tokens(s.prompt_tokens, s.output_tokens, replica.output_second_moment(s))
     assert spread > 1.4 * (s.prompt_tokens + s.output_tokens / 2)
@@ -100,4 +130,4 @@ def test_a_published_row_with_latent_attention_is_read_as_its_model(cat):
     dense = cat.inference_runs.filter(pl.col("run_id") == "mlperf51-b200x8-llama2-70b-offline").row(0, named=True)
     s = published.scenario(dense)
     assert not s.latent_attention and s.kv_heads == 8 and s.model.attention_dim == 8192
-    assert s.output_tokens_p99 is None
+    assert s.output_tokens_p99 is None and not s.attention_data_parallel

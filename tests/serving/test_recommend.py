@@ -181,7 +181,11 @@ def test_the_card_says_how_a_tensor_parallel_replica_is_charged(accelerator, par
     ("accelerator", "words"),
     [
         ("b200", "so FP4 weights reach {fp4:.0%} of that efficiency, of the chip's FP4 peak"),
-        ("h100-sxm", "This chip has no FP4 matmuls: its FP4 weights are multiplied at the FP8 rate"),
+        (
+            "h100-sxm",
+            "This chip has no FP4 matmuls: its FP4 weights are dequantised to FP8 as they are read and "
+            "multiplied at the FP8 rate",
+        ),
     ],
 )
 def test_the_card_says_how_fp4_weights_are_multiplied(accelerator, words):
@@ -196,6 +200,20 @@ def test_the_card_says_how_fp4_weights_are_multiplied(accelerator, words):
     fp4 = rec.best["fp4_factor"] if rec.best is not None and rec.best["fp4_factor"] is not None else 0.0
     words = words.format(fp4=fp4)  # fitted (0.62 on a B200 when written)
     assert rec.best is not None and any(words in reason for reason in rec.reasons), rec.reasons
+
+
+@pytest.mark.parametrize("accelerator", ["a100-80gb", "a10g", "tpu-v5e"])
+def test_the_card_says_a_chip_without_fp8_matmuls_multiplies_fp8_weights_at_the_bf16_rate(accelerator):
+    s = serving.ServeScenario(model=ModelSpec.from_params(8e9), requests_per_s=1, accelerators=(accelerator,))
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    words = "This chip has no FP8 matmuls: its FP8 weights are dequantised to BF16 as they are read"
+    assert rec.best is not None and any(words in reason for reason in rec.reasons), rec.reasons
+
+
+def test_the_card_says_nothing_of_missing_matmuls_where_the_chip_has_the_weights_precision():
+    s = serving.ServeScenario(model=ModelSpec.from_params(8e9), requests_per_s=1, accelerators=("h100-sxm",))
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    assert rec.best is not None and not any("This chip has no" in reason for reason in rec.reasons), rec.reasons
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbook import serving
+from workbook.errors import InputError
 from workbook.model import serving as sv
 from workbook.serving import calibration, options, published, replica, validation
 from workbook.serving.calibration import calibrate
@@ -943,3 +944,54 @@ def test_cli_takes_the_length_tails(capsys):
     assert main([*argv, "--output-tokens-p99", "100"]) == 2  # below the mean
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--output-tokens-p99" in err and "300" in err
+
+
+@pytest.mark.parametrize(
+    "preset, shape, field",
+    [
+        ("llama3-70b", dict(prompt_tokens=200_000), "prompt_tokens"),
+        ("llama3-8b", dict(prompt_tokens=1_000_000), "prompt_tokens"),
+        ("llama3-8b", dict(prompt_tokens=1000, prompt_tokens_p99=300_000), "prompt_tokens_p99"),
+        ("llama3-8b", dict(prompt_tokens=1000, output_tokens_p99=131_000), "output_tokens_p99"),
+        ("mixtral-8x7b", dict(prompt_tokens=32_000, output_tokens=1000), "prompt_tokens"),
+    ],
+)
+def test_a_request_longer_than_the_models_context_window_is_refused(preset, shape, field):
+    model = ModelSpec.preset(preset)
+    with pytest.raises(InputError) as err:
+        _scenario(model=model, **shape)
+    assert err.value.field == field and f"{model.context_tokens:,}-token context window" in err.value.message
+
+
+def test_a_request_that_fills_the_context_window_exactly_is_served_and_a_shape_without_one_is_unbounded():
+    _scenario(model=ModelSpec.preset("llama3-70b"), prompt_tokens=131_072 - 300, output_tokens=300)
+    _scenario(model=ModelSpec.from_params(70e9), prompt_tokens=1_000_000)  # no context window stated
+
+
+def test_a_hugging_face_config_states_its_context_window(tmp_path):
+    config = dict(
+        hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, vocab_size=32_000, max_position_embeddings=8192
+    )
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert ModelSpec.from_hf_config(tmp_path / "config.json").context_tokens == 8192
+
+
+def test_a_too_slow_reason_quotes_a_speed_slower_than_the_target_and_a_replica_that_holds_the_model():
+    # DeepSeek-V3 on GH200 96GB: one to four chips cannot hold its 671 GB; a pipeline of eight nodes holds it and is
+    # too slow. The reason's best speed must be the one of a replica that holds it (a replica that does not is no
+    # evidence), and the row shown must be that replica with about one sequence in flight.
+    s = _scenario(
+        model=ModelSpec.preset("deepseek-v3"),
+        weight_precision="fp8",
+        kv_precision="fp8",
+        prompt_tokens=2000,
+        output_tokens=500,
+        requests_per_s=20,
+        accelerators=("gh200",),
+    )
+    row = serving.evaluate_serving(s).row(0, named=True)
+    reason = row["infeasible_reason"]
+    assert "per-token target" in reason, reason
+    best_ms = float(reason.split("(best ")[1].split(" ms")[0])
+    assert best_ms > s.tpot_ms, reason
+    assert row["fits_in_memory"] and row["memory_per_chip_gb"] <= row["hbm_gb"], row

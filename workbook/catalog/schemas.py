@@ -448,6 +448,10 @@ class InferenceRuns(pa.DataFrameModel):
     # (null: the stack's current engine). A result is predicted from its engine's results (workbook.serving.validation).
     engine: Optional[str] = pa.Field(nullable=True, eq="vllm-v0")  # the one engine so far (pandera: isin of one fails)
     scheduler_source: Optional[str] = pa.Field(nullable=True)  # where the settings above are published
+    # Attention run data-parallel: each chip of the replica decodes its own sequences and holds their KV cache
+    # (TensorRT-LLM enable_attention_dp, in every MLPerf DeepSeek-R1 config: scheduler_source); null: tensor-parallel
+    # attention, every engine's default (workbook.serving.scenario.ServeScenario.attention_data_parallel)
+    attention_data_parallel: Optional[bool] = pa.Field(nullable=True)
     source: str = pa.Field(str_length={"min_value": 3})
     notes: Optional[str] = pa.Field(nullable=True)
 

@@ -56,6 +56,9 @@ class ModelSpec:
     shape_basis: str = "stated"
     kv_lora_rank: Optional[int] = None  # multi-head latent attention: the cached latent's width (None: none)
     qk_rope_dim: int = 0  # and its decoupled rotary key, cached beside it
+    # the longest sequence (prompt + answer) the model was built to read: its config's max_position_embeddings
+    # (None: not stated, no limit checked)
+    context_tokens: Optional[int] = None
 
     def __post_init__(self):
         _number("params", self.params, 1e6, 1e14)
@@ -76,6 +79,8 @@ class ModelSpec:
         if self.kv_lora_rank is not None:
             _number("kv_lora_rank", self.kv_lora_rank, 1, self.attention_dim, integer=True)
         _number("qk_rope_dim", self.qk_rope_dim, 0, 4096, integer=True)
+        if self.context_tokens is not None:
+            _number("context_tokens", self.context_tokens, 128, 100_000_000, integer=True)
 
     @property
     def n_heads(self) -> int:
@@ -204,6 +209,7 @@ class ModelSpec:
         shared = int(key("n_shared_experts", default=0))
         latent = int(key("kv_lora_rank", default=0)) or None  # multi-head latent attention (DeepSeek-V2 style)
         rope = int(key("qk_rope_head_dim", default=0)) if latent else 0
+        context = int(key("max_position_embeddings", default=0)) or None
         dense_layers = min(layers, int(key("first_k_dense_replace", default=0))) if experts > 1 else layers
         matrices = PLAIN_MLP_MATRICES if config.get("model_type") in PLAIN_MLP_TYPES else GATED_MLP_MATRICES
         attention = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
@@ -229,6 +235,7 @@ class ModelSpec:
             shape_basis=f"from {Path(path).name}",
             kv_lora_rank=latent,
             qk_rope_dim=rope,
+            context_tokens=context,
         )
 
 
@@ -237,7 +244,7 @@ def _llama(params, layers, hidden, heads, ffn, seq_len, basis):
 
 
 LLAMA3 = "Llama Team 2024 'The Llama 3 Herd of Models' (arXiv:2407.21783) Table 3"
-PRESETS: dict[str, ModelSpec] = {
+_SHAPES: dict[str, ModelSpec] = {
     "llama3-8b": _llama(8.03e9, 32, 4096, 32, 14_336, 8192, LLAMA3),
     "llama3-70b": _llama(70.6e9, 80, 8192, 64, 28_672, 8192, LLAMA3),
     "llama3-405b": _llama(405.9e9, 126, 16_384, 128, 53_248, 8192, LLAMA3),
@@ -270,6 +277,22 @@ PRESETS: dict[str, ModelSpec] = {
     # jetmoe/jetmoe-8b (github myshell-ai/JetMoE configuration_jetmoe.py and README): 24 blocks, hidden 2048,
     # 16 KV heads x 128, FFN 5632, 8 experts (2 per token) in both attention and MLP, 8B / 2.2B active.
     "jetmoe-8b": ModelSpec(8e9, 2.2e9, 24, 2048, 2048, 4096, 16, 5632, 8, 2, 32_000, "JetMoE configuration + README"),
+}
+
+# Context windows: the longest prompt + answer each model reads, its config.json max_position_embeddings.
+CONTEXT_TOKENS = {
+    "llama3-8b": 131_072,  # meta-llama/Llama-3.1-8B, -70B, -405B config.json (the model card's "128k")
+    "llama3-70b": 131_072,
+    "llama3-405b": 131_072,
+    "mixtral-8x7b": 32_768,  # mistralai/Mixtral-8x7B-v0.1 config.json
+    "deepseek-v3": 163_840,  # deepseek-ai/DeepSeek-V3 (and R1) config.json: YaRN factor 40 x 4,096
+    "deepseek-v2": 131_072,  # DeepSeek-V2 report (arXiv:2405.04434): pre-trained at 4K, extended to 128K with YaRN
+    "llama4-scout": 10_485_760,  # meta-llama/Llama-4-Scout-17B-16E config.json (the model card's "10M")
+    "llama4-maverick": 1_048_576,  # meta-llama/Llama-4-Maverick-17B-128E config.json (the model card's "1M")
+    "jetmoe-8b": 4096,  # jetmoe/jetmoe-8b config.json
+}
+PRESETS: dict[str, ModelSpec] = {
+    name: dataclasses.replace(shape, context_tokens=CONTEXT_TOKENS[name]) for name, shape in _SHAPES.items()
 }
 
 # What people call each preset (the app's model menu, the cards, the brief).

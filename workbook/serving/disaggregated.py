@@ -41,6 +41,7 @@ KEYS = replica.KEYS
 # Columns of a disaggregated answer that a shared-replica answer leaves null (``disaggregated`` false).
 PREFILL_COLUMNS = [
     "chips_without_disaggregation",  # what replicas that do both would need
+    "disaggregated_chips",  # what separate pools would need, where they were weighed and not picked (null: none met)
     "prefill_replicas",
     "prefill_chips_per_replica",
     "prefill_layout",
@@ -216,14 +217,18 @@ def best_pools(reps: pl.DataFrame, s: ServeScenario, demand_rps: float) -> pl.Da
 
 def cheaper(shared: pl.DataFrame, pools: pl.DataFrame) -> pl.DataFrame:
     """``shared`` (one row per accelerator, replicas that do both) with the disaggregated answer in place of each
-    accelerator's row where it needs fewer chips. An accelerator whose shared replicas meet the targets at no load
+    accelerator's row where it needs fewer chips; a row kept says what the pools would need
+    (``disaggregated_chips``). An accelerator whose shared replicas meet the targets at no load
     keeps that answer: the pools hold the same weights and prefill the same prompts, so they could gain at most the
     decode steps' share of a lone request's first token."""
     shared_chips = shared.select("accelerator_id", pl.col("chips").alias("chips_without_disaggregation"))
     wins = pools.join(shared_chips, on="accelerator_id").filter(
         pl.col("chips") < pl.col("chips_without_disaggregation")
     )
-    keep = shared.join(wins.select("accelerator_id"), on="accelerator_id", how="anti")
+    pool_chips = pools.select("accelerator_id", pl.col("chips").alias("disaggregated_chips"))
+    keep = shared.join(wins.select("accelerator_id"), on="accelerator_id", how="anti").join(
+        pool_chips, on="accelerator_id", how="left"
+    )
     columns = [*shared.columns, *(c for c in PREFILL_COLUMNS if c not in shared.columns)]
     return pl.concat([keep, wins], how="diagonal_relaxed").select(columns)
 

@@ -112,9 +112,11 @@ def _why_not(s: ServeScenario) -> pl.Expr:
         .when(~pl.col("any_tpot"))
         .then(
             pl.format(
-                "even one sequence at a time is slower than the {} ms p99 per-token target (best {} ms)",
+                "even one sequence at a time is slower than the {} ms p99 per-token target (best {} ms, on the "
+                "replicas of {} or more that hold the model)",
                 pl.lit(_target_words(s.tpot_ms)),
                 pl.col("best_tpot_ms").round(1),
+                counted(pl.col("min_fitting_tensor_parallel"), "chip"),
             )
         )
         .when(~pl.col("any_ok"))
@@ -181,15 +183,19 @@ def fewest_chips(candidates: pl.DataFrame) -> pl.DataFrame:
     )
     if "disaggregated" in candidates.columns:  # split pools are weighed against shared replicas on any stack
         shared = pl.when(pl.col("disaggregated")).then(pl.col("chips_without_disaggregation")).otherwise("chips")
+        split = pl.when(pl.col("disaggregated")).then(pl.col("chips")).otherwise("disaggregated_chips")
         fewest = ranked.filter("_served").group_by("accelerator_id").agg(shared.min().alias("_shared"))
+        fewest_split = ranked.group_by("accelerator_id").agg(split.min().alias("_split"))
         chosen = (
             chosen.join(fewest, on="accelerator_id", how="left")
+            .join(fewest_split, on="accelerator_id", how="left")
             .with_columns(
                 chips_without_disaggregation=pl.when(pl.col("disaggregated")).then(
                     pl.min_horizontal("chips_without_disaggregation", "_shared")
-                )
+                ),
+                disaggregated_chips=pl.when(~pl.col("disaggregated")).then("_split"),
             )
-            .drop("_shared")
+            .drop("_shared", "_split")
         )
     return chosen.drop("_served", "_chosen")
 
@@ -220,9 +226,13 @@ def _best_on_stack(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
             pl.col("any_tpot").any(),
             pl.col("any_ok").any(),
             pl.col("tensor_parallel").max().alias("max_tensor_parallel"),
+            pl.col("tensor_parallel").filter(pl.col("any_fits")).min().alias("min_fitting_tensor_parallel"),
         )
         .join(
-            curve.group_by("accelerator_id").agg(pl.col("tpot_ms").min().alias("best_tpot_ms")),
+            # the fastest a replica that holds the model goes: one that does not fit is no evidence of speed
+            curve.group_by("accelerator_id").agg(
+                pl.col("tpot_ms").filter(pl.col("fits_in_memory")).min().alias("best_tpot_ms")
+            ),
             on="accelerator_id",
         )
     )
@@ -232,13 +242,20 @@ def _best_on_stack(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
     best = ok.sort(["chips", "capacity_per_chip"], descending=[False, True]).unique(
         "accelerator_id", keep="first", maintain_order=True
     )
-    # Infeasible accelerators keep their largest replica, so the table shows its memory.
+    # Infeasible accelerators keep their largest replica, read at the lightest load, so the table shows its memory
+    # with the weights and about one sequence's KV cache (what the reason weighs), not a cache no replica could hold.
     fallback = frame.sort("tensor_parallel", descending=True).unique("accelerator_id", keep="first")
     chosen = pl.concat(
         [best.drop("capacity_per_chip"), fallback.join(best.select("accelerator_id"), on="accelerator_id", how="anti")]
     )
-    actual = (demand_rps / pl.col("replicas") / pl.col("capacity_rps")).fill_null(pl.col("max_load_fraction"))
-    rho = pl.when(actual < 1).then(actual).otherwise(0.99)
+    actual = demand_rps / pl.col("replicas") / pl.col("capacity_rps")
+    rho = (
+        pl.when(pl.col("max_load_fraction").is_null())
+        .then(replica.LOAD_GRID[0])
+        .when(actual < 1)
+        .then(actual)
+        .otherwise(replica.LOAD_GRID[-1])
+    )
     # Each configuration read at the traffic's load and at the headroom target's (what_targets_cost), in one pass.
     readings = pl.concat(
         [chosen.with_columns(_rho=rho, _at_headroom=False), chosen.with_columns(_rho=s.headroom, _at_headroom=True)]
@@ -357,6 +374,7 @@ SERVE_COLUMNS = [
     "scaleout_bytes_per_s",
     "allreduce_efficiency",
     "allreduce_latency_us",
+    "matmul_precision",
     "fp4_factor",
     "fp4_fraction",
     "fp4_basis",
@@ -405,6 +423,24 @@ SERVE_COLUMNS = [
     "price_as_of",
     "price_secondary_source",
     "user_price",
+]
+
+
+# What an accelerator that cannot serve within the targets has no figure for: its row is its largest replica with
+# about one sequence in flight (its memory), and a latency, a load or a cost there would read as an answer.
+UNSERVED_NULL_COLUMNS = [
+    "ttft_ms",
+    "tpot_ms",
+    "ttft_mean_ms",
+    "tpot_mean_ms",
+    "prefill_tail_ms",
+    "load_fraction",
+    "utilisation",
+    "sequences",
+    "tokens_per_s_per_chip",
+    "tokens_per_s_per_replica",
+    "capacity_tokens_per_s_per_replica",
+    "usd_per_million_tokens_at_full_load",
 ]
 
 
@@ -475,7 +511,9 @@ def evaluate_serving(
         .then(pl.concat_str(over, looser, ignore_nulls=True))
         .otherwise(None)
     )
-    frame = frame.with_columns(infeasible_reason=reason)
+    frame = frame.with_columns(infeasible_reason=reason).with_columns(
+        pl.when(pl.col("serve_reason").is_null()).then(pl.col(c)).alias(c) for c in UNSERVED_NULL_COLUMNS
+    )
     return (
         frame.with_columns(feasible=pl.col("infeasible_reason").is_null())
         .select(SERVE_COLUMNS)

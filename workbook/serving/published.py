@@ -51,6 +51,7 @@ def scenario(run: dict) -> ServeScenario:
         max_batch=(None if run["scenario"] == "concurrency" else run["batch"]) or _slots(run),  # clients: no limit
         prompt_tokens_p99=run["prompt_tokens_p99"],
         router="round-robin",  # a replica's own results: its own queue (its share of the harness's queries)
+        attention_data_parallel=bool(run.get("attention_data_parallel")),
     )
 
 

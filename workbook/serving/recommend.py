@@ -79,6 +79,24 @@ def _disaggregation_line(o: dict) -> str:
     )
 
 
+def _split_weighed_line(o: dict, scenario) -> list[str]:
+    """Where separate prefill and decode replicas were asked for and not picked: what they would need, or that they
+    could not meet the targets."""
+    if not scenario.disaggregation or o.get("disaggregated"):
+        return []
+    split = o.get("disaggregated_chips")
+    if split is None:
+        return [
+            "Separate prefill and decode replicas (disaggregated serving) were weighed and cannot meet your latency "
+            "targets on this chip, so each replica does both."
+        ]
+    return [
+        f"Separate prefill and decode replicas (disaggregated serving) were weighed: they would need "
+        f"{count(split, 'chip')}, not fewer than the {count(o['chips'], 'chip')} of replicas that do both, so each "
+        "replica does both."
+    ]
+
+
 def _pipeline_words(o: dict) -> str:
     """A replica spread over nodes: how many, and what the pipeline costs."""
     stages = o.get("pipeline_parallel") or 1
@@ -239,7 +257,7 @@ def _stack_line(o: dict, scenario) -> str:
         + _fixed_cost_words(o)
         + ". "
         + _sustained_words(o)
-        + _fp4_words(o, scenario)
+        + _matmul_words(o, scenario)
         + _engine_words(o)
     )
 
@@ -271,17 +289,24 @@ def _sustained_words(o: dict) -> str:
     )
 
 
-def _fp4_words(o: dict, scenario) -> str:
-    """How FP4 weights are multiplied on the chip, when they are FP4."""
+def _matmul_words(o: dict, scenario) -> str:
+    """How the weights are multiplied on the chip: what FP4 matmuls gain, or, on a chip without matmuls of the
+    weights' precision (FP4 on H100, FP8 on A100), the rate they are multiplied at instead
+    (:func:`workbook.serving.scenario.matmul_precision`)."""
     if o.get("fp4_factor") is not None:
         return (
             f"FP4 matmuls speed up {o['fp4_fraction']:.0%} of this model's compute time (the rest, attention and"
             f" the passes over each token's activations, runs as with FP8), so FP4 weights reach"
             f" {o['fp4_factor']:.0%} of that efficiency, of the chip's FP4 peak ({o['fp4_basis']}). "
         )
-    if scenario.weight_precision == "fp4":
-        return "This chip has no FP4 matmuls: its FP4 weights are multiplied at the FP8 rate (or BF16 without FP8). "
-    return ""
+    weights, used = scenario.weight_precision.upper(), (o.get("matmul_precision") or scenario.weight_precision).upper()
+    if used == weights:
+        return ""
+    return (
+        f"This chip has no {weights} matmuls: its {weights} weights are dequantised to {used} as they are read and "
+        f"multiplied at the {used} rate (weight-only {weights}: the smaller weights speed up reading them, not the "
+        "arithmetic). "
+    )
 
 
 def _engine_words(o: dict) -> str:
@@ -366,6 +391,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"{best['utilisation']:.0%} of what it can sustain within your latency targets (headroom target "
         f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}){_router_words(best, scenario)}.",
         *([_disaggregation_line(best)] if best.get("disaggregated") else []),
+        *_split_weighed_line(best, scenario),
         _latency_line(best, scenario),
         _stack_line(best, scenario),
         f"Memory per chip: {gigabytes(best['memory_per_chip_gb'])} of {gigabytes(best['hbm_gb'])} "

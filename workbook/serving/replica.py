@@ -62,7 +62,7 @@ import polars as pl
 
 from workbook.model import serving as sv
 from workbook.model.sustained import FACTOR_COLUMN
-from workbook.serving.scenario import ServeScenario, peak_column
+from workbook.serving.scenario import ServeScenario, matmul_precision, peak_column
 
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
 # A model too large for one node is served by a pipeline of nodes: tensor parallel within each node, pipeline
@@ -457,11 +457,13 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         prompt_comm_per_token=prompt_comm(s.prompt_tokens_tail),
     )
     kv_eta = pl.col("eta_bw") * sv.KV_READ_SHARE  # paged KV-cache reads reach less than streamed weights
-    kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, t, bandwidth, kv_eta, answers)
+    # the chips the KV cache is split over: every stage its layers', each split over at most s.kv_split chips
+    kv_chips = stages * pl.min_horizontal(within_stage, pl.lit(float(s.kv_split)))
+    kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, kv_chips, bandwidth, kv_eta, answers)
     kv_read_s = kv_read_s * kv_read_width(factors, frame, s.kv_precision)
     weights_bytes = w_bytes * m.params / t
     kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, True, answers)  # paged KV cache
-    cache_sequences = kv_room_bytes(frame, s, weights_bytes) * t / kv_sequence
+    cache_sequences = kv_room_bytes(frame, s, weights_bytes) * kv_chips / kv_sequence
     limit = pl.lit(math.inf)
     if s.max_batch is not None:  # the user's limit replaces the engine's
         limit = pl.lit(float(s.max_batch))
@@ -470,6 +472,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     max_sequences = pl.min_horizontal(cache_sequences, limit)
     return frame.with_columns(
         allreduce_efficiency=pl.when(within_stage > 1).then(allreduce),  # null: no all-reduce
+        matmul_precision=matmul_precision(s.weight_precision),  # "bf16": FP8 weights on a chip without FP8 matmuls
         fp4_factor=pl.when(fp4_matmuls).then(fp4),  # null: no FP4 matmuls
         fp4_fraction=pl.when(fp4_matmuls).then(fp4_fraction(factors, frame, m)),
         prefill_s=prefill_s,
@@ -481,7 +484,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         overhead_gb=pl.lit(s.assumptions.runtime_overhead_bytes / 1e9),
         max_sequences=max_sequences,
         cache_bound=cache_sequences < limit,  # the slots are the KV cache's room, not a count of sequences
-        kv_gb_per_sequence=kv_sequence / t / 1e9,
+        kv_gb_per_sequence=kv_sequence / kv_chips / 1e9,
         allreduce_latency_us=pl.when(tp).then(latency_s * 1e6),  # null: no GPU all-reduce
         allreduce_step_s=pl.when(tp).then(sv.allreduce_latency_seconds_per_step(layers, latency_s)).otherwise(0.0),
         step_overhead_s=step_overhead(factors, frame, layers),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Optional
 
 import polars as pl
@@ -75,15 +76,34 @@ MIN_HEADROOM, MAX_HEADROOM = 0.3, 0.95
 # matrix multiplies run at the BF16 rate.
 # FP4 (NVFP4 on Blackwell, MXFP4 on MI355X) multiplies in FP4 where the chip has FP4 tensor cores; elsewhere the
 # FP4 weights are dequantised and multiplied at the FP8 rate (W4A8), else BF16.
+# FP8 weights on a chip without FP8 matmuls (A100, A10G, TPU v5e: no FP8 peak in data/accelerators.csv) are read
+# as FP8 and dequantised to BF16 for the multiply: half the bytes read, the BF16 compute rate (weight-only W8A16, as
+# vLLM runs FP8 checkpoints below compute capability 8.9 with its FP8 Marlin kernels: docs.vllm.ai "FP8 W8A8",
+# vLLM PR 5975). The card says so (workbook.serving.recommend).
 PEAK_FOR = {**PEAK_COLUMN, "fp4": "fp4_flops_per_s", "int8": PEAK_COLUMN["bf16"], "int4": PEAK_COLUMN["bf16"]}
-PEAK_FALLBACK = {"fp4": (PEAK_COLUMN["fp8"], PEAK_COLUMN["bf16"])}  # else the BF16 rate
+PEAK_FALLBACK = {"fp4": ("fp8",)}  # else the BF16 rate
+
+
+def _peak_chain(precision: str) -> dict[str, str]:
+    """The precisions whose peaks ``precision`` weights are multiplied at, first choice first, with their columns
+    (one column once: INT8's and INT4's is BF16's)."""
+    chain = (precision, *PEAK_FALLBACK.get(precision, ()), "bf16")
+    columns = {}
+    for name in chain:
+        columns.setdefault(PEAK_FOR[name], name)
+    return {name: column for column, name in columns.items()}
 
 
 def peak_column(precision: str) -> pl.Expr:
     """The dense peak a replica multiplies at with ``precision`` weights: the precision's own rate where the chip
     has it, else the next one it has (:data:`PEAK_FALLBACK`, then BF16)."""
-    chain = (PEAK_FOR[precision], *PEAK_FALLBACK.get(precision, ()), PEAK_COLUMN["bf16"])
-    return pl.coalesce([pl.col(column) for column in dict.fromkeys(chain)])
+    return pl.coalesce([pl.col(column) for column in _peak_chain(precision).values()])
+
+
+def matmul_precision(precision: str) -> pl.Expr:
+    """The precision whose peak :func:`peak_column` takes on each chip for ``precision`` weights: ``precision``
+    itself where the chip has its matmuls, else the one it falls back to ("bf16" for FP8 weights on an A100)."""
+    return pl.coalesce([pl.when(pl.col(c).is_not_null()).then(pl.lit(n)) for n, c in _peak_chain(precision).items()])
 
 
 def default_kv_heads(attention_dim: int) -> int:
@@ -118,6 +138,10 @@ class ServeScenario:
     # also consider separate prefill and decode replicas (workbook.serving.disaggregated), where they need fewer chips
     disaggregation: bool = False
     router: str = "least-loaded"  # how requests reach replicas: ROUTERS (workbook.serving.replica.router_pool)
+    # attention run data-parallel, each chip of a replica its own sequences and their KV cache (TensorRT-LLM's
+    # enable_attention_dp, SGLang's --enable-dp-attention), as NVIDIA's MLPerf DeepSeek-R1 configs run it; off, every
+    # engine's default: tensor-parallel attention (:attr:`kv_split`)
+    attention_data_parallel: bool = False
     assumptions: ServeAssumptions = ServeAssumptions()
 
     def __post_init__(self):
@@ -148,10 +172,34 @@ class ServeScenario:
         if self.output_tokens_p99 is not None:
             _number("output_tokens_p99", self.output_tokens_p99, self.output_tokens, 200_000, integer=True)
         _choice("router", self.router, ROUTERS)
-        if not isinstance(self.disaggregation, bool):
-            raise InputError("disaggregation", f"must be true or false, got {self.disaggregation!r}")
+        self._check_context()
+        for field in ("disaggregation", "attention_data_parallel"):
+            if not isinstance(getattr(self, field), bool):
+                raise InputError(field, f"must be true or false, got {getattr(self, field)!r}")
         for model in self.pricing:
             _choice("pricing", model, PRICING_MODELS)
+
+    def _check_context(self) -> None:
+        """A request (and the 99th-percentile prompt with the 99th-percentile answer) must fit in the model's context
+        window, where the model states one: the engine refuses a longer one (vLLM's max_model_len)."""
+        limit = self.model.context_tokens
+        if limit is None:
+            return
+        tail_field = "prompt_tokens_p99" if self.prompt_tokens_p99 else "output_tokens_p99"
+        for field, words, prompt, output in (
+            ("prompt_tokens", "the prompt plus the answer", self.prompt_tokens, self.output_tokens),
+            (
+                tail_field,
+                "the 99th-percentile prompt plus the 99th-percentile answer",
+                self.prompt_tokens_tail,
+                self.output_tokens_p99 or self.output_tokens,
+            ),
+        ):
+            if prompt + output > limit:
+                raise InputError(
+                    field,
+                    f"{words} ({prompt:,} + {output:,} tokens) must fit in the model's {limit:,}-token context window",
+                )
 
     @property
     def prompt_tokens_tail(self) -> int:
@@ -173,16 +221,26 @@ class ServeScenario:
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes a token holds: keys and values of every KV head and layer, or, with latent attention, its
         latent and rotary key (DeepSeek-V3: 61 x 576 values, 35 KB in FP8, where 128 heads' keys and values would
-        take 2 MB). A replica's chips share its sequences' cache (a chip holds 1/t of it): with latent attention,
-        whose latent every head reads and tensor parallelism cannot split, that is attention run data-parallel, each
-        chip its own sequences, as engines serve DeepSeek (TensorRT-LLM's attention DP with wide expert parallelism in
-        NVIDIA's MLPerf v5.1 DeepSeek-R1 configs). Not charged: the attention weights each chip then holds whole
-        (DeepSeek-V3's 11B, about 10 GB a chip more in FP8 than split eight ways, an eighth of its 84 GB)."""
+        take 2 MB). How a replica's chips share it: :attr:`kv_split`."""
         kv_bytes = sv.BYTES_PER_ELEMENT[self.kv_precision]
         m = self.model
         if self.latent_attention:
             return m.n_layers * (m.kv_lora_rank + m.qk_rope_dim) * kv_bytes
         return sv.kv_bytes_per_token(m.n_layers, self.kv_heads, HEAD_DIM, kv_bytes)
+
+    @property
+    def kv_split(self) -> float:
+        """The most chips of a pipeline stage its KV cache is split over; past that, each chip holds a copy of its
+        share. Tensor-parallel attention gives each chip whole KV heads, so a cache splits over at most its KV heads'
+        count (vLLM copies a head's cache on each chip that runs its queries where the chips outnumber the KV heads),
+        and a latent attention's one latent is on every chip, all of it (SGLang issue 2591: 'each rank keeps a full
+        copy of the compressed KV'; vLLM issue 51454: DP8 holds 7.7x the KV of TP8 for DeepSeek's one-head MLA).
+        Attention run data-parallel splits it over every chip, each holding its own sequences' cache; not charged
+        then: the attention weights each chip holds whole (DeepSeek-V3's 11B, about 10 GB a chip more in FP8 than
+        split eight ways)."""
+        if self.attention_data_parallel:
+            return math.inf
+        return 1 if self.latent_attention else self.kv_heads
 
     @property
     def decode_attention_dim(self) -> int:
