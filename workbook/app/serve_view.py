@@ -89,7 +89,7 @@ class ServeView:
                 layout=WIDE,
             ),
             "router": w.Dropdown(
-                options=[("To the least busy replica", "least-loaded"), ("Round-robin", "round-robin")],
+                options=[("Least busy replica", "least-loaded"), ("Round-robin", "round-robin")],
                 value="least-loaded",
                 description="Routing",
                 style=STYLE,
