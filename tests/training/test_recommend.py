@@ -275,3 +275,20 @@ def test_a_spot_pick_says_what_it_assumes_for_interruptions():
     assert f"add {r.best['preemption_overhead']:.0%} to the training time" in line and "Checkpoint often" in line
     on_demand = recommend.recommend(options.evaluate(dataclasses.replace(s, pricing=("on-demand",))))
     assert not any(text.startswith("Spot:") for text in on_demand.reasons)
+
+
+def test_the_batch_line_tells_a_raise_for_the_pipeline_from_whole_micro_batches():
+    seq, asked = 8192, 512 * 8192  # 512 sequences of 8k
+
+    def line(d, p, m):
+        plan = {"pipeline_parallel": p, "micro_batches": float(m), "data_parallel": d, "global_batch_tokens": asked}
+        return recommend._batch_line({**plan, "planned_batch_tokens": float(m * d * seq)})
+
+    # DP256 x PP4: 2 micro-batches asked, raised to 4 to feed the stages
+    assert "not the default 4.2M: a micro-batch for each of the layout's 4 pipeline stages" in line(256, 4, 4)
+    # DP191 x PP2: 2.68 micro-batches asked, 3 whole ones run (the pipeline was fed already)
+    assert line(191, 2, 3) == (
+        "Batch: planned at 4.7M tokens, not 4.2M: each of the 191 data-parallel ranks runs 3 whole micro-batches "
+        "a step."
+    )
+    assert line(256, 1, 2) is None  # exactly the batch asked for

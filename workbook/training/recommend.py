@@ -247,7 +247,8 @@ def _batch_line(best: dict) -> str | None:
         )
     if abs(planned / asked - 1) <= BATCH_SAID:
         return None
-    if planned > asked and best.get("max_global_batch_tokens", asked) > asked:
+    per_micro_batch = planned / micro / best["data_parallel"]  # tokens in one rank's micro-batch
+    if max(1, round(asked / best["data_parallel"] / per_micro_batch)) < micro:  # raised to feed the stages
         return (
             f"Batch: planned at {_millions(planned)} tokens, not the default {_millions(asked)}: a micro-batch for "
             f"each of the layout's {stages} pipeline stages lets it interleave (Llama 3.1 405B's batch grew from 4M "
