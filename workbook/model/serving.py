@@ -408,29 +408,37 @@ def percentile_of_sum(means, percentiles):
     return math.inf if math.isnan(value) else value
 
 
-def prefill_wait_seconds(prefill_per_token_s, prompt_tokens, prompt_tokens_squared, prefill_load, servers=1.0):
+def prefill_wait_seconds(
+    prefill_per_token_s, prompt_tokens, prompt_tokens_squared, prefill_load, servers=1.0, waiting=None
+):
     """Mean wait for the prefill work ahead of a prompt: the steps that carry prompts last longer, a prompt
     arrives more often during a long one (length-biased), and the prompts that arrived before it are prefilled
     first. The prompts are an M/G/1 queue of prefill work (Pollaczek-Khinchine): u = lambda x prefill of the mean
     prompt, **wait = lambda t^2 E[P^2] / (2 (1 - u))**, with t the prefill seconds per token. Infinite at u >= 1.
     Pooled over ``servers`` replicas by a router that sends each prompt to the least busy one: :func:`pooled_wait`
     (one server: the same)."""
-    return pooled_wait(prefill_load, servers, prefill_per_token_s * prompt_tokens_squared / (2 * prompt_tokens))
+    residual_s = prefill_per_token_s * prompt_tokens_squared / (2 * prompt_tokens)
+    return pooled_wait(prefill_load, servers, residual_s, waiting)
 
 
 def pooled_waiting(load, servers):
     """The chance a prompt waits when ``servers`` replicas at ``load`` each share one queue: Erlang C
-    (:func:`waiting_probability`) of c servers at c x load busy; the load itself for one."""
+    (:func:`waiting_probability`) of c servers at c x load busy; the load itself for one (no Erlang terms to build)."""
+    if not isinstance(servers, pl.Expr) and servers == 1:
+        return load
     return waiting_probability(load * servers, servers)
 
 
-def pooled_wait(load, servers, residual_s):
+def pooled_wait(load, servers, residual_s, waiting=None):
     """Mean wait of an M/G/c queue (the Allen-Cunneen form): P(wait) x residual / (c (1 - load)), ``residual_s`` the
-    mean residual service time E[S^2] / (2 E[S]); one server gives Pollaczek-Khinchine's. Infinite at load >= 1."""
-    if not any(isinstance(x, pl.Expr) for x in (load, servers, residual_s)):
-        return pooled_waiting(load, servers) * residual_s / (servers * (1 - load)) if load < 1 else math.inf
-    wait = pooled_waiting(load, servers) * residual_s / (servers * (1 - load))
-    return pl.when(load < 1).then(wait).otherwise(math.inf)
+    mean residual service time E[S^2] / (2 E[S]), ``waiting`` P(wait) where already computed (:func:`pooled_waiting`);
+    one server gives Pollaczek-Khinchine's. Infinite at load >= 1."""
+    if not any(isinstance(x, pl.Expr) for x in (load, servers, residual_s, waiting)) and load >= 1:
+        return math.inf
+    waiting = pooled_waiting(load, servers) if waiting is None else waiting
+    if not any(isinstance(x, pl.Expr) for x in (load, servers, residual_s, waiting)):
+        return waiting * residual_s / (servers * (1 - load))
+    return pl.when(load < 1).then(waiting * residual_s / (servers * (1 - load))).otherwise(math.inf)
 
 
 def work_per_sequence_step(prefill_s, decode_s, kv_read_s, output_tokens):

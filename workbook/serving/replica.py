@@ -197,13 +197,18 @@ def prompt_budget(sched: Scheduler, sequences: pl.Expr) -> pl.Expr:
     return (sched.pipeline_stages * sched.max_tokens_per_step - decode).clip(lower_bound=0.0)
 
 
+def prompt_queue_load(rps: pl.Expr, step_s: pl.Expr, budget: pl.Expr, s: ServeScenario) -> pl.Expr:
+    """u = lambda x step x mean prompt / budget: the load of the FCFS queue of prompt tokens served at ``budget``
+    tokens per step."""
+    return rps * step_s * s.prompt_tokens / budget
+
+
 def prompt_queue(
-    rps: pl.Expr, step_s: pl.Expr, budget: pl.Expr, s: ServeScenario, pool: pl.Expr
-) -> tuple[pl.Expr, pl.Expr]:
-    """(mean wait in seconds, u) of the FCFS queue of prompt tokens served at ``budget`` tokens per step, u = lambda x
-    step x mean prompt / budget; pooled over ``pool`` replicas (:func:`router_pool`)."""
-    u = rps * step_s * s.prompt_tokens / budget
-    return sv.pooled_wait(u, pool, step_s * prompt_second_moment(s) / (2 * budget * s.prompt_tokens)), u
+    u: pl.Expr, step_s: pl.Expr, budget: pl.Expr, s: ServeScenario, pool, waiting: pl.Expr | None = None
+) -> pl.Expr:
+    """Mean wait in seconds of that queue at load ``u`` (:func:`prompt_queue_load`), pooled over ``pool`` replicas
+    (:func:`router_pool`), ``waiting`` its chance of waiting where already computed."""
+    return sv.pooled_wait(u, pool, step_s * prompt_second_moment(s) / (2 * budget * s.prompt_tokens), waiting)
 
 
 def prompt_queue_percentile(wait: pl.Expr, waiting: pl.Expr, percentile: float = sv.LATENCY_PERCENTILE) -> pl.Expr:
@@ -218,13 +223,13 @@ def prompt_queue_percentile(wait: pl.Expr, waiting: pl.Expr, percentile: float =
     )
 
 
-def router_pool(s: ServeScenario, rps: pl.Expr) -> pl.Expr:
+def router_pool(s: ServeScenario, rps: pl.Expr) -> pl.Expr | float:
     """Replicas whose prompts share one queue: the fleet at this load per replica (the scenario's traffic over
     ``rps`` each) behind a router that sends each request to the least busy replica (``router`` "least-loaded": vLLM's
     production stack, llm-d and Dynamo route on load), else one (``round-robin``: each replica queues its own, as
     the per-replica results it was checked against were measured)."""
     if s.router == "round-robin":
-        return pl.lit(1.0)
+        return 1.0
     return (s.output_tokens_per_s / s.output_tokens / rps).ceil().clip(lower_bound=1.0)
 
 
@@ -248,7 +253,7 @@ def prompt_steps(sched: Scheduler, prompt_tokens: float, sequences: pl.Expr) -> 
     return (prompt_tokens / share).ceil().clip(lower_bound=1.0)
 
 
-def prefill_work_wait(sched: Scheduler, prefill_per_token_s: pl.Expr, s: ServeScenario, load: pl.Expr, pool: pl.Expr):
+def prefill_work_wait(sched: Scheduler, prefill_per_token_s: pl.Expr, s: ServeScenario, load: pl.Expr, pool, waiting):
     """Mean wait for the prefill work of the prompts ahead (:func:`workbook.model.serving.prefill_wait_seconds`)
     when prompts arrive one by one. The queue is of whole prompts, served first come first served, so chunking
     does not shorten it (it spreads a prompt over steps, which the step count charges). A harness that batches
@@ -257,7 +262,7 @@ def prefill_work_wait(sched: Scheduler, prefill_per_token_s: pl.Expr, s: ServeSc
     the burst's own prefill."""
     if sched.dispatch_window_s > 0:
         return pl.lit(0.0)
-    return sv.prefill_wait_seconds(prefill_per_token_s, s.prompt_tokens, prompt_second_moment(s), load, pool)
+    return sv.prefill_wait_seconds(prefill_per_token_s, s.prompt_tokens, prompt_second_moment(s), load, pool, waiting)
 
 
 def dispatch_burst_tokens(
@@ -541,18 +546,24 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     hold_s = s.output_tokens * step_s
     # The scheduler's queue: the prompt waits for the tokens ahead of it, runs in its steps, shares its prefill
     # step with the prompts the harness batched with it, after the harness's dispatch window.
-    frame = frame.with_columns(_pool=router_pool(s, rps))
-    pool = pl.col("_pool")
-    queue_s, u = prompt_queue(rps, step_s, prompt_budget(sched, sequences), s, pool)
+    budget = prompt_budget(sched, sequences)
     prefill_per_token_s = pl.col("prefill_s") / s.prompt_tokens
     decode_per_sequence_s = sv.work_per_sequence_step(0.0, pl.col("decode_s"), pl.col("kv_read_s"), s.output_tokens)
-    prefill_load = rps * pl.col("prefill_s")
+    # the chances of waiting in the two queues (Erlang C where the fleet's replicas share them), computed once
+    pool = router_pool(s, rps)
+    frame = frame.with_columns(_u=prompt_queue_load(rps, step_s, budget, s), _prefill_load=rps * pl.col("prefill_s"))
+    if isinstance(pool, pl.Expr):
+        frame = frame.with_columns(_pool=pool)
+        pool = pl.col("_pool")
+    frame = frame.with_columns(
+        _u_waiting=sv.pooled_waiting(pl.col("_u"), pool), _load_waiting=sv.pooled_waiting(pl.col("_prefill_load"), pool)
+    )
     frame = frame.with_columns(
         _busy=pl.min_horizontal(sequences, slots * SLOTS_FULL),  # beyond: does not fit (fits_in_memory)
-        _queue_s=queue_s,
-        _u=u,
-        _prefill_load=prefill_load,
-        _work_s=prefill_work_wait(sched, prefill_per_token_s, s, prefill_load, pool),
+        _queue_s=prompt_queue(pl.col("_u"), step_s, budget, s, pool, pl.col("_u_waiting")),
+        _work_s=prefill_work_wait(
+            sched, prefill_per_token_s, s, pl.col("_prefill_load"), pool, pl.col("_load_waiting")
+        ),
         _prompt_steps=prompt_steps(sched, s.prompt_tokens, sequences),
         _prompt_steps_p=prompt_steps(sched, s.prompt_tokens_tail, sequences),
     )
@@ -570,8 +581,8 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         # whichever binds: two measures of the same FCFS queue.
         _queue_wait_s=pl.max_horizontal(queue_s, work_s),
         _queue_wait_p_s=pl.max_horizontal(
-            prompt_queue_percentile(queue_s, sv.pooled_waiting(pl.col("_u"), pool)),
-            prompt_queue_percentile(work_s, sv.pooled_waiting(load_p, pool)),
+            prompt_queue_percentile(queue_s, pl.col("_u_waiting")),
+            prompt_queue_percentile(work_s, pl.col("_load_waiting")),
         ),
         _carry=sv.first_token_steps(load_p),
     )
