@@ -451,6 +451,7 @@ SERVE_KEYS = [
     "stack",
     "stack_note",
     "stack_comparison",
+    "stack_excluded",
     "engine",
     "max_tokens_per_step",
     "max_seqs",

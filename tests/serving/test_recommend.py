@@ -183,8 +183,8 @@ def test_the_card_says_how_a_tensor_parallel_replica_is_charged(accelerator, par
         ("b200", "so FP4 weights reach {fp4:.0%} of that efficiency, of the chip's FP4 peak"),
         (
             "h100-sxm",
-            "This chip has no FP4 matmuls: its FP4 weights are dequantised to FP8 as they are read and "
-            "multiplied at the FP8 rate",
+            "This chip has no FP4 matmuls: its FP4 weights are dequantised to BF16 as they are read and "
+            "multiplied at the BF16 rate",
         ),
     ],
 )
@@ -208,6 +208,30 @@ def test_the_card_says_a_chip_without_fp8_matmuls_multiplies_fp8_weights_at_the_
     rec = serving.recommend_serving(serving.evaluate_serving(s), s)
     words = "This chip has no FP8 matmuls: its FP8 weights are dequantised to BF16 as they are read"
     assert rec.best is not None and any(words in reason for reason in rec.reasons), rec.reasons
+
+
+@pytest.mark.parametrize(("accelerator", "precision"), [("a10g", "fp8"), ("a100-80gb", "fp8"), ("h100-sxm", "fp4")])
+def test_tensorrt_llm_is_not_tried_for_weights_it_cannot_run_on_the_chip(accelerator, precision):
+    # TensorRT-LLM has no weight-only FP8 or FP4 path: FP8 needs Ada or newer, FP4 Blackwell. vLLM (Marlin) runs them.
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(8e9),
+        weight_precision=precision,
+        kv_precision="fp8",
+        requests_per_s=1,
+        accelerators=(accelerator,),
+    )
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    assert rec.best is not None and rec.best["stack"] == "vllm-cuda"
+    words = f"TensorRT-LLM was not tried: it runs {precision.upper()} weights only on a chip's own"
+    assert any(words in reason for reason in rec.reasons), rec.reasons
+
+
+def test_tensorrt_llm_stays_a_candidate_where_the_chip_has_the_weights_matmuls():
+    s = serving.ServeScenario(model=ModelSpec.from_params(8e9), requests_per_s=1, accelerators=("l4", "b200"))
+    frame = serving.evaluate_serving(s)
+    assert frame["stack_excluded"].is_null().all()
+    fp4 = dataclasses.replace(s, weight_precision="fp4", accelerators=("b200",))
+    assert serving.evaluate_serving(fp4)["stack_excluded"].is_null().all()
 
 
 def test_the_card_says_nothing_of_missing_matmuls_where_the_chip_has_the_weights_precision():

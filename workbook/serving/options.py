@@ -31,7 +31,7 @@ from workbook.present import counted, grouped
 from workbook.serving import disaggregated, replica
 from workbook.serving.band import KINDS, throughput_band
 from workbook.serving.calibration import ServingEfficiency, calibrate
-from workbook.serving.scenario import ServeScenario
+from workbook.serving.scenario import ServeScenario, stack_runs
 
 KEYS = replica.KEYS
 ENGINE_COLUMNS = [
@@ -84,9 +84,30 @@ def _accelerators(cat: Catalog, s: ServeScenario, eff: ServingEfficiency) -> pl.
     if s.accelerators:
         acc = acc.filter(pl.col("accelerator_id").is_in(list(s.accelerators)))
     acc = with_engine(eff.for_accelerators(acc, s.stack_choice), cat.serving_engine_defaults, s)
+    acc = _runnable_stacks(acc, s.weight_precision)
     if s.efficiency_override is not None:
         acc = acc.with_columns(eta_bw=pl.lit(s.efficiency_override), eta_c=pl.lit(s.efficiency_override))
     return acc
+
+
+def _runnable_stacks(acc: pl.DataFrame, precision: str) -> pl.DataFrame:
+    """``acc`` less the candidate stacks that cannot run ``precision`` weights on their chip
+    (:func:`workbook.serving.scenario.stack_runs`), the chip's other rows saying which were left out and why
+    (``stack_excluded``; null where none was)."""
+    runs = stack_runs(precision)
+    left_out = (
+        acc.filter(~runs)
+        .group_by("accelerator_id")
+        .agg(pl.col("stack_name").unique(maintain_order=True).str.join(" and ").alias("_left_out"))
+    )
+    words = f"{{}} was not tried: it runs {precision.upper()} weights only on a chip's own {precision.upper()} "
+    words += "matmuls, which this chip lacks, by its support matrix"
+    return (
+        acc.filter(runs)
+        .join(left_out, on="accelerator_id", how="left")
+        .with_columns(stack_excluded=pl.when(pl.col("_left_out").is_not_null()).then(pl.format(words, "_left_out")))
+        .drop("_left_out")
+    )
 
 
 def within_a_node_where_it_fits(reps: pl.DataFrame) -> pl.DataFrame:
@@ -358,6 +379,7 @@ SERVE_COLUMNS = [
     "layer_overhead_s",
     "overhead_basis",
     "stack_comparison",
+    "stack_excluded",
     "engine",
     "max_tokens_per_step",
     "max_seqs",

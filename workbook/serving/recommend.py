@@ -250,7 +250,8 @@ def range_line(o: dict) -> str:
 
 def _stack_line(o: dict, scenario) -> str:
     note = o["stack_note"] or ""
-    comparison = f" ({o['stack_comparison']})" if o.get("stack_comparison") else ""
+    said = [o.get("stack_comparison"), o.get("stack_excluded")]
+    comparison = f" ({'; '.join(w for w in said if w)})" if any(said) else ""
     return (
         f"Software: {o['stack_name']}{comparison}; its efficiency is "
         f"{note[0].lower() + note[1:] if note else 'not sourced'}"

@@ -75,19 +75,26 @@ MIN_HEADROOM, MAX_HEADROOM = 0.3, 0.95
 # usual weight-only quantisation (AWQ/GPTQ, JetStream int8): they halve or quarter the bytes read, but the
 # matrix multiplies run at the BF16 rate.
 # FP4 (NVFP4 on Blackwell, MXFP4 on MI355X) multiplies in FP4 where the chip has FP4 tensor cores; elsewhere the
-# FP4 weights are dequantised and multiplied at the FP8 rate (W4A8), else BF16.
+# FP4 weights are dequantised to BF16 and multiplied at the BF16 rate (weight-only W4A16: vLLM's FP4 Marlin kernels,
+# "Your GPU does not have native support for FP4 computation ... Weight-only FP4 compression will be used leveraging
+# the Marlin kernel", vllm/model_executor/layers/quantization/utils/marlin_utils_fp4.py).
 # FP8 weights on a chip without FP8 matmuls (A100, A10G, TPU v5e: no FP8 peak in data/accelerators.csv) are read
 # as FP8 and dequantised to BF16 for the multiply: half the bytes read, the BF16 compute rate (weight-only W8A16, as
 # vLLM runs FP8 checkpoints below compute capability 8.9 with its FP8 Marlin kernels: docs.vllm.ai "FP8 W8A8",
 # vLLM PR 5975). The card says so (workbook.serving.recommend).
 PEAK_FOR = {**PEAK_COLUMN, "fp4": "fp4_flops_per_s", "int8": PEAK_COLUMN["bf16"], "int4": PEAK_COLUMN["bf16"]}
-PEAK_FALLBACK = {"fp4": ("fp8",)}  # else the BF16 rate
+# TensorRT-LLM runs FP8 weights only on FP8 matmuls (Ada and newer) and FP4 only on FP4 ones (Blackwell): its support
+# matrix lists no FP8 for Ampere (nvidia.github.io/TensorRT-LLM reference/support-matrix, "Ampere (SM80, SM86) -
+# FP32, FP16, BF16, INT8, INT4"), Model Optimizer's gives FP8 "GPUs: Ada and Later" and FP4 "Blackwell and Later",
+# and it has no weight-only FP8 or FP4 path (its weight-only modes are INT8 and INT4: W8A16, W4A16 AWQ/GPTQ).
+# Where a stack cannot run the weights on a chip it is not a candidate there (workbook.serving.options).
+NATIVE_MATMULS_ONLY = {"trtllm": ("fp8", "fp4")}
 
 
 def _peak_chain(precision: str) -> dict[str, str]:
     """The precisions whose peaks ``precision`` weights are multiplied at, first choice first, with their columns
     (one column once: INT8's and INT4's is BF16's)."""
-    chain = (precision, *PEAK_FALLBACK.get(precision, ()), "bf16")
+    chain = (precision, "bf16")
     columns = {}
     for name in chain:
         columns.setdefault(PEAK_FOR[name], name)
@@ -96,7 +103,7 @@ def _peak_chain(precision: str) -> dict[str, str]:
 
 def peak_column(precision: str) -> pl.Expr:
     """The dense peak a replica multiplies at with ``precision`` weights: the precision's own rate where the chip
-    has it, else the next one it has (:data:`PEAK_FALLBACK`, then BF16)."""
+    has it, else BF16's (weight-only: the weights are dequantised as they are read)."""
     return pl.coalesce([pl.col(column) for column in _peak_chain(precision).values()])
 
 
@@ -104,6 +111,16 @@ def matmul_precision(precision: str) -> pl.Expr:
     """The precision whose peak :func:`peak_column` takes on each chip for ``precision`` weights: ``precision``
     itself where the chip has its matmuls, else the one it falls back to ("bf16" for FP8 weights on an A100)."""
     return pl.coalesce([pl.when(pl.col(c).is_not_null()).then(pl.lit(n)) for n, c in _peak_chain(precision).items()])
+
+
+def stack_runs(precision: str) -> pl.Expr:
+    """True on the rows (a chip with its ``stack``) whose stack can run ``precision`` weights on that chip: false
+    where the stack needs the chip's own matmuls of that precision (:data:`NATIVE_MATMULS_ONLY`) and it has none."""
+    needs_native = pl.lit(False)
+    for stack, precisions in NATIVE_MATMULS_ONLY.items():
+        if precision in precisions:
+            needs_native = needs_native | (pl.col("stack") == stack)
+    return ~needs_native | pl.col(PEAK_FOR[precision]).is_not_null()
 
 
 def default_kv_heads(attention_dim: int) -> int:
