@@ -488,6 +488,7 @@ SERVE_KEYS = [
     "fits_in_memory",
     "kwh_per_million_tokens",
     "limit",
+    "limit_cause",
     "relaxed_ttft_ms",  # targets the replicas meet at the headroom load, where the user's hold them below it
     "relaxed_tpot_ms",
     "relaxed_chips",

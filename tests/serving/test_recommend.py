@@ -315,6 +315,32 @@ def test_a_router_to_the_least_busy_replica_pools_the_prompts_queue(long_prompts
     assert "least busy replica" in recommend._router_words({**shared.best, "limit": "first-token target"}, pooled)
 
 
+@pytest.mark.parametrize(
+    ("prompt", "output", "output_p99", "cause", "words"),
+    [
+        # reasoning: long answers fill the KV cache; a first token is fast until a request must wait for a slot
+        (500, 6000, 16000, "slot", "beyond it, new requests wait for a free sequence slot (its KV cache is full)"),
+        # 32k prompts: the longest one's own prefill, in steps shared with decoding, is what grows past the target
+        (32000, 300, None, "prefill", "beyond it, the longest prompts' own prefill"),
+    ],
+)
+def test_the_card_says_what_breaks_a_first_token_target_that_sizes_the_fleet(prompt, output, output_p99, cause, words):
+    s = serving.ServeScenario(
+        model=ModelSpec.preset("llama3-8b" if cause == "slot" else "llama3-70b"),
+        prompt_tokens=prompt,
+        output_tokens=output,
+        output_tokens_p99=output_p99,
+        requests_per_s=5 if cause == "slot" else 2,
+        accelerators=("h100-sxm" if cause == "slot" else "h200",),
+    )
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    best = rec.best
+    assert best["limit"] == "first-token target" and best["limit_cause"] == cause
+    assert best["ttft_ms"] < s.ttft_ms and words in rec.reasons[0], rec.reasons[0]
+    # a slot is each replica's own: the router, which pools the prompts' queue, is not what sizes this fleet
+    assert ("least busy replica" in rec.reasons[0]) == (cause != "slot")
+
+
 def test_a_fleet_set_by_its_latency_targets_says_what_looser_ones_would_need(long_prompts):
     s = long_prompts
     frame = serving.evaluate_serving(s)

@@ -415,6 +415,8 @@ SERVE_COLUMNS = [
     "headroom",
     "load_fraction",
     "limit",
+    "limit_cause",
+    "cache_bound",
     "ttft_ms",
     "tpot_ms",
     "ttft_mean_ms",

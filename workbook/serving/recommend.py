@@ -355,10 +355,25 @@ def close_call(best: dict, other: dict) -> str | None:
     )
 
 
+def _limit_cause_words(best: dict) -> str:
+    """What breaks the first-token target past the replica's limit, where it is that target: a lone request's first
+    token can be far inside it at the chosen load and still be what stops the load rising
+    (:func:`workbook.serving.replica.limits`)."""
+    if best["limit"] != "first-token target" or not best.get("limit_cause"):
+        return ""
+    full = "its KV cache is full" if best.get("cache_bound") else "the engine's batch limit is reached"
+    return {
+        "slot": f": beyond it, new requests wait for a free sequence slot ({full})",
+        "queue": ": beyond it, prompts wait too long behind the prompts queued ahead of them",
+        "prefill": ": beyond it, the longest prompts' own prefill, in steps shared with decoding, takes too long",
+    }[best["limit_cause"]]
+
+
 def _router_words(best: dict, scenario) -> str:
-    """Where the first-token target sizes a fleet of several replicas, how requests reach them: it decides how
-    long a prompt waits (``ServeScenario.router``: :func:`workbook.serving.replica.router_pool`)."""
-    if best["limit"] != "first-token target" or best["replicas"] == 1:
+    """Where the prompts' wait sizes a fleet of several replicas (the first-token target binds, not for a free
+    sequence slot, which each replica has its own of), how requests reach them: it decides how long a prompt waits
+    (``ServeScenario.router``: :func:`workbook.serving.replica.router_pool`)."""
+    if best["limit"] != "first-token target" or best["replicas"] == 1 or best.get("limit_cause") == "slot":
         return ""
     if scenario.router == "round-robin":
         return "; requests are spread round-robin, so each replica queues its own prompts"
@@ -390,7 +405,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"{_replica_line(best)} {'serves' if one else 'serve'} {scenario.output_tokens_per_s:,.0f} output "
         f"tokens/s; {'it runs' if one else 'each runs'} at "
         f"{best['utilisation']:.0%} of what it can sustain within your latency targets (headroom target "
-        f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}){_router_words(best, scenario)}.",
+        f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}{_limit_cause_words(best)})"
+        f"{_router_words(best, scenario)}.",
         *([_disaggregation_line(best)] if best.get("disaggregated") else []),
         *_split_weighed_line(best, scenario),
         _latency_line(best, scenario),

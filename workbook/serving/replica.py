@@ -645,6 +645,7 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         sequences=sequences,
         kv_cache_gb=sequences * pl.col("kv_gb_per_sequence"),
         tokens_per_s_per_replica=rps * s.output_tokens,
+        ttft_cause=_ttft_cause(),
     )
     intermediate = [name for name in frame.columns if name.startswith("_") and name not in columns]
     return frame.drop(intermediate).with_columns(
@@ -653,6 +654,19 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         fits_in_memory=(pl.col("sequences") <= pl.col("max_sequences")) & (pl.col("max_sequences") >= 1),
         meets_ttft=pl.lit(True) if s.ttft_ms is None else pl.col("ttft_ms") <= s.ttft_ms,
         meets_tpot=pl.lit(True) if s.tpot_ms is None else pl.col("tpot_ms") <= s.tpot_ms,
+    )
+
+
+def _ttft_cause() -> pl.Expr:
+    """The first token's longest delay at its 99th percentile, of those that grow with load: "slot" (a free
+    sequence slot), "queue" (the prompts ahead) or "prefill" (the prompt's own, in the steps it shares)."""
+    slot, queue, own = pl.col("_slot_wait_p_s"), pl.col("_queue_wait_p_s"), pl.col("_own_p_s")
+    return (
+        pl.when((slot >= queue) & (slot >= own))
+        .then(pl.lit("slot"))
+        .when(queue >= own)
+        .then(pl.lit("queue"))
+        .otherwise(pl.lit("prefill"))
     )
 
 
@@ -668,7 +682,8 @@ def _ok() -> pl.Expr:
 
 def limits(curve: pl.DataFrame) -> pl.DataFrame:
     """Per configuration, the highest load of the curve meeting memory and both targets (``max_load_fraction``,
-    null if none), and which limit binds first as load rises (``limit``)."""
+    null if none), which limit binds first as load rises (``limit``) and, where the first token breaks its target,
+    its longest delay there (``limit_cause``: :func:`_ttft_cause`)."""
     ok = _ok()
     keys = KEYS
     binding = (
@@ -688,10 +703,12 @@ def limits(curve: pl.DataFrame) -> pl.DataFrame:
         .agg(
             pl.col("load_fraction").filter(ok).max().alias("max_load_fraction"),
             pl.col("binding").filter(~ok).first().fill_null("compute").alias("limit"),
+            pl.col("ttft_cause").filter(~ok).first().alias("limit_cause"),
             pl.col("fits_in_memory").any().alias("any_fits"),
             (pl.col("fits_in_memory") & pl.col("meets_tpot")).any().alias("any_tpot"),
             ok.any().alias("any_ok"),
         )
+        .with_columns(limit_cause=pl.when(pl.col("limit") == "first-token target").then("limit_cause"))
     )
     return summary
 
