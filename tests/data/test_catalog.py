@@ -233,15 +233,11 @@ def test_sustained_compute_rates_are_sourced_and_the_same_die_at_more_power_hold
     # only measured chip, keeps 1, as every unmeasured NVIDIA chip
     assert factor["h100-pcie"] == pytest.approx(0.81, abs=0.01)
     assert factor["h100-sxm"] == factor["h200"] == factor["b200"] == 1.0
-    measured = table.filter(pl.col("basis") == "measured")
-    sibling = measured.filter(pl.col("relative_to").is_not_null()).row(0, named=True)
+    sibling = table.filter(pl.col("accelerator_id") == "h100-pcie").row(0, named=True)
     reference = table.filter((pl.col("accelerator_id") == sibling["relative_to"]) & pl.col("relative_to").is_null())
     assert reference["source"].to_list() == [sibling["source"]]  # the same benchmark on both
-    # H100 NVL, unmeasured: H100 PCIe's measured clock on its 132 SMs (PCIe: 114), the same watts per SM (400 W / 132,
-    # 350 W / 114), its factor below the full-power part's and at most 5% above H100 PCIe's
-    rate = dict(zip(*table.select("accelerator_id", "max_achievable_flops_per_s"), strict=True))
-    estimated = table.filter(pl.col("basis") == "estimated")
-    assert estimated["accelerator_id"].to_list() == ["h100-nvl"] and estimated["relative_to"].to_list() == ["h100-sxm"]
-    assert rate["h100-nvl"] / rate["h100-pcie"] == pytest.approx(132 / 114, rel=1e-3)
-    assert estimated["watts"][0] / 132 == pytest.approx(350 / 114, rel=0.02)
-    assert factor["h100-pcie"] < factor["h100-nvl"] < min(1.0, 1.05 * factor["h100-pcie"])
+    # H100 NVL, with no GEMM measurement: the rate its MLPerf v4.1 compute-bound 8-bit results imply against H100 SXM's
+    # (median 0.847 of SXM's per unit of peak over 18 results), measured, not estimated; below the full-power part
+    nvl = table.filter(pl.col("accelerator_id") == "h100-nvl").row(0, named=True)
+    assert nvl["basis"] == "measured" and nvl["relative_to"] == "h100-sxm" and "MLPerf Inference v4.1" in nvl["source"]
+    assert factor["h100-nvl"] == pytest.approx(0.847, abs=0.002) and factor["h100-nvl"] < 1.0

@@ -16,9 +16,15 @@ PCIe, the same card for China, 504: 0.83). H100 SXM's own row is the reference: 
 1, as every unmeasured NVIDIA chip's. The ratio is taken for FP8 as well: the clock a power limit holds is the
 chip's, whatever the precision.
 
-Where no measurement of a chip is found, a row may be **estimated** (``basis``) from a measured sibling of the same
-die at the same watts per SM, which holds the same clock: H100 NVL (132 SMs, 400 W) from H100 PCIe (114 SMs,
-350 W), 496 x 132/114 = 574 TFLOPS, factor 0.85. An upper bound: the NVL card's faster HBM3 draws more of its power.
+Where no GEMM measurement of a chip is found, its rate may be implied by compute-bound inference results of it and
+its full-power part from the same round: H100 NVL (400 W), whose MLPerf Inference v4.1 Offline results of BERT,
+Stable Diffusion XL, GPT-J and RetinaNet (8-bit, TensorRT 10.2; 18 results of four server makers, none of the LLM
+results the serving validation reads) reach a median 0.847 of H100 SXM's per unit of datasheet peak (0.77-0.90):
+factor 0.85. The same comparison gives H100 PCIe 0.845 against its torch.mm 0.81, and the estimate the NVL row had
+before, H100 PCIe's torch.mm clock on the NVL card's 132 SMs at the same watts per SM, 0.853: the power limit is
+what these factors say, and it does not explain why these cards' Llama 2 70B results fall 1.2-1.7x below the model.
+Failing both, a row may be **estimated** (``basis``) from a measured sibling of the same die at the same watts per
+SM, which holds the same clock (no row is, today).
 Each chip's basis is carried (:data:`BASIS_COLUMN`) so an answer can say which it rests on.
 """
 

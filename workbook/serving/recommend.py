@@ -281,8 +281,8 @@ def _sustained_words(o: dict) -> str:
         "estimated: no measurement of this chip was found, so it is the clock a sibling of the same die was "
         "measured to hold at the same watts per SM, an upper bound"
         if o.get("sustained_compute_basis") == "estimated"
-        else "as measured: a vendor's max-achievable FLOPs, or one benchmark run on this chip and its full-power "
-        "sibling"
+        else "as measured: a vendor's max-achievable FLOPs, or the same benchmarks run on this chip and its "
+        "full-power sibling"
     )
     return (
         f"Per unit of datasheet peak, this chip sustains {factor:.2f}x the matmul rate of its vendor's measured chips "

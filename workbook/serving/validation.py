@@ -59,8 +59,10 @@ next batch before the prompt arrives, ``schedule_ahead``; 0 of 14, 0.08x-0.36x, 
 without the step ahead; v5.1's 0.35x-0.83x), AMD's and MiTAC's MI355X runs of v6.0 and v6.1 (vLLM with
 ``async_scheduling``, one step ahead likewise: their Llama 2 70B p99 first tokens 0.87x-1.01x, 0.71x-0.92x without
 the step, their means 1.17x-1.43x, 0.94x-1.08x without; Llama 3.1 8B's 0.29x-0.94x, 0.22x-0.53x without),
-Lenovo's eight H100 NVL of v4.1 (0 of 4; its throughput 1.30x Offline and 1.54x Server at the clock estimated
-from H100 PCIe's, :mod:`workbook.model.sustained`; 1.47x and 1.73x at its datasheet peak), NVIDIA's one GH200
+Lenovo's eight H100 NVL of v4.1 (0 of 4; its throughput 1.30x Offline and 1.52x Server at the clock its own and
+three other makers' compute-bound MLPerf v4.1 results imply, :mod:`workbook.model.sustained`, which leaves its BERT,
+SDXL and GPT-J results at 0.79-0.86 of H100 SXM's per unit of peak: the power limit does not explain this miss;
+1.47x and 1.73x at its datasheet peak), NVIDIA's one GH200
 144GB of v4.1 (4 of 4), ASUSTeK's eight H100 PCIe of v4.1 (3 of 4: no NVLink, its
 all-reduces over PCIe), QCT's one GH200 96GB
 of v4.1 (0 of 4: its Server run stopped at 80% of the model's highest load; at its published load all 4 within 13%),
