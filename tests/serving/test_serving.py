@@ -685,8 +685,9 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     # NVL Interactive (2 of 2); QCT's four H100 PCIe (1.46x / 1.36x, mean / p99), QCT's one GH200 96GB (1.47x / 1.43x)
     # and Cisco's two H100 NVL (1.46x / 1.32x), whose Server runs stopped at 51%, 66% and 46% of the model's highest
     # load, below their limits (measured when written). With a full KV cache counted in tokens, not sequences
-    # (``cache_peakedness``), GH200 96GB 1.45x / 1.42x and Cisco's 1.44x / 1.30x: 17 of 22.
-    assert v50_tpot.height == 22 and v50_tpot["within_target"].sum() == 17
+    # (``cache_peakedness``), GH200 96GB 1.45x / 1.42x and Cisco's 1.44x / 1.30x: 17 of 22. With H100 NVL's clock
+    # from its MLPerf compute-bound results (0.847 of SXM's, was estimated at 0.853) Cisco's p99 is 1.305x: 16 of 22.
+    assert v50_tpot.height == 22 and v50_tpot["within_target"].sum() == 16
     interactive = latency.filter((pl.col("tpot_limit_ms") == 40) & pl.col("run_id").str.contains("llama2"))
     assert interactive.height == 48 and interactive["within_target"].sum() >= 45
     server = latency.filter((pl.col("tpot_limit_ms") == 200) & pl.col("run_id").str.contains("llama2"))
