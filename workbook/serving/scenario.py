@@ -81,7 +81,8 @@ MIN_HEADROOM, MAX_HEADROOM = 0.3, 0.95
 # FP8 weights on a chip without FP8 matmuls (A100, A10G, TPU v5e: no FP8 peak in data/accelerators.csv) are read
 # as FP8 and dequantised to BF16 for the multiply: half the bytes read, the BF16 compute rate (weight-only W8A16, as
 # vLLM runs FP8 checkpoints below compute capability 8.9 with its FP8 Marlin kernels: docs.vllm.ai "FP8 W8A8",
-# vLLM PR 5975). The card says so (workbook.serving.recommend).
+# vLLM PR 5975; mixture-of-experts layers too since vLLM PRs 16850 and 18026, May 2025). The card says so
+# (workbook.serving.recommend).
 PEAK_FOR = {**PEAK_COLUMN, "fp4": "fp4_flops_per_s", "int8": PEAK_COLUMN["bf16"], "int4": PEAK_COLUMN["bf16"]}
 # TensorRT-LLM runs FP8 weights only on FP8 matmuls (Ada and newer) and FP4 only on FP4 ones (Blackwell): its support
 # matrix lists no FP8 for Ampere (nvidia.github.io/TensorRT-LLM reference/support-matrix, "Ampere (SM80, SM86) -
