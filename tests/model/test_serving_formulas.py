@@ -89,3 +89,78 @@ def test_cache_peakedness_matches_a_simulated_cache():
     per_sequence = mean / (rate * answer)  # the mean context
     measured = var / per_sequence**2 / (rate * answer)
     assert measured == pytest.approx(sv.cache_peakedness(prompt, p99, answer, None), rel=0.1)
+
+
+def _cut_lognormal(rng: random.Random, mu: float, sigma: float, cap: float) -> float:
+    while (x := rng.lognormvariate(mu, sigma)) > cap:
+        pass
+    return x
+
+
+@pytest.mark.parametrize(("mean", "p99"), [(9429, 18958), (2000, 24_000), (2000, 32_000), (2000, 48_000)])
+def test_lengths_cut_at_the_context_window_keep_their_mean_and_percentile(mean, p99):
+    # MLPerf's 405B prompts; and a mean of 2,000 tokens with a 99th percentile 12x to 24x it, past the 15x an uncut
+    # lognormal reaches: cut at Llama 3.1's context window less a 300-token answer, each is a distribution.
+    cap = 131_072 - 300
+    mu, sigma = sv.length_shape(mean, p99, cap)
+    rng = random.Random(3)
+    draws = [_cut_lognormal(rng, mu, sigma, cap) for _ in range(200_000)]
+    assert sum(draws) / len(draws) == pytest.approx(mean, rel=0.03)
+    assert _percentile(draws, 0.99) == pytest.approx(p99, rel=0.03)
+    squared = sum(x * x for x in draws) / len(draws)
+    assert squared == pytest.approx(sv.second_moment(mean, p99, cap), rel=0.1)
+
+
+def test_the_spread_of_lengths_grows_smoothly_with_their_percentile():
+    # Uncut, the second moment climbed without bound as the 99th percentile neared 15x the mean (and was clipped
+    # beyond): a 24k-token one gave 16x the squared mean and a 32k one 224x, so a fleet went from 8 chips to 56.
+    cap = 131_072 - 300
+    ratios = [sv.second_moment(2000, p99, cap) / 2000**2 for p99 in range(20_000, 50_001, 2_000)]
+    assert all(b > a for a, b in zip(ratios, ratios[1:], strict=False))
+    assert max(b / a for a, b in zip(ratios, ratios[1:], strict=False)) < 1.25
+    # where no lognormal fits, none is made up: the scenario refuses it (tests/serving)
+    assert sv.length_shape(2000, 32_000) is None
+    assert sv.length_shape(2000, 80_000, cap) is None
+    uncut = sv.length_shape(9429, 18958)
+    assert math.exp(uncut[0] + NormalDist().inv_cdf(0.99) * uncut[1]) == pytest.approx(18958, rel=1e-9)
+    assert sv.length_shape(100, None) == (math.log(100), 0.0)
+
+
+@pytest.mark.parametrize("mean", [0.0005, 0.009, 0.02, 0.3, 1.0, 4.0, 9.0])
+def test_the_count_quantile_is_poissons(mean):
+    rng = random.Random(11)
+    draws = []
+    for _ in range(100_000):
+        # Poisson by counting exponential gaps within the mean
+        k, t = 0, rng.expovariate(1.0)
+        while t < mean:
+            k, t = k + 1, t + rng.expovariate(1.0)
+        draws.append(k)
+    exact = next(
+        k for k in range(100) if sum(math.exp(-mean) * mean**j / math.factorial(j) for j in range(k + 1)) >= 0.99
+    )
+    assert sv.poisson_quantile(mean) == exact
+    assert abs(_percentile(draws, 0.99) - exact) <= 1
+    frame = pl.DataFrame({"m": [mean]}).select(sv.poisson_quantile(pl.col("m")))
+    assert frame.item() == exact
+
+
+@pytest.mark.parametrize(
+    ("count_mean", "size_p99"), [(0.001, 3000), (0.05, 3000), (0.3, 3000), (3.0, 3000), (30.0, 3000)]
+)
+def test_a_compound_poisson_percentile_matches_a_simulation(count_mean, size_p99):
+    # Prompts of mean 1,000 tokens arriving in a step: almost never (one step in a thousand), sometimes, often.
+    rng = random.Random(5)
+    mu, sigma = sv.length_shape(1000, size_p99)
+    sums = []
+    for _ in range(40_000):
+        k, t = 0, rng.expovariate(1.0)
+        while t < count_mean:
+            k, t = k + 1, t + rng.expovariate(1.0)
+        sums.append(sum(rng.lognormvariate(mu, sigma) for _ in range(k)))
+    simulated = _percentile(sums, 0.99) - count_mean * 1000
+    formula = sv.compound_poisson_excess(count_mean, 1000, sv.second_moment(1000, size_p99))
+    if count_mean < 0.01:
+        assert formula == 0.0 and _percentile(sums, 0.99) == 0.0
+    else:
+        assert formula == pytest.approx(simulated, rel=0.35)

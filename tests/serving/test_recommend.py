@@ -318,22 +318,25 @@ def test_a_router_to_the_least_busy_replica_pools_the_prompts_queue(long_prompts
 
 
 @pytest.mark.parametrize(
-    ("prompt", "output", "output_p99", "cause", "words"),
+    ("model", "accelerator", "prompt", "output", "output_p99", "cause", "words"),
     [
         # reasoning: long answers fill the KV cache; a first token is fast until a request must wait for a slot
-        (500, 6000, 16000, "slot", "beyond it, new requests wait for a free sequence slot (its KV cache is full)"),
-        # 32k prompts: the longest one's own prefill, in steps shared with decoding, is what grows past the target
-        (32000, 300, None, "prefill", "beyond it, the longest prompts' own prefill"),
+        ("llama3-8b", "h100-sxm", 500, 6000, 16000, "slot", "beyond it, new requests wait for a free sequence slot"),
+        # 100k-token prompts: each one's own prefill takes 1.7 s at any load; what grows past 2 s is the queue ahead
+        ("llama3-70b", "b200", 100_000, 300, None, "queue", "beyond it, prompts wait too long behind the prompts"),
     ],
 )
-def test_the_card_says_what_breaks_a_first_token_target_that_sizes_the_fleet(prompt, output, output_p99, cause, words):
+def test_the_card_says_what_breaks_a_first_token_target_that_sizes_the_fleet(
+    model, accelerator, prompt, output, output_p99, cause, words
+):
     s = serving.ServeScenario(
-        model=ModelSpec.preset("llama3-8b" if cause == "slot" else "llama3-70b"),
+        model=ModelSpec.preset(model),
         prompt_tokens=prompt,
         output_tokens=output,
         output_tokens_p99=output_p99,
-        requests_per_s=5 if cause == "slot" else 2,
-        accelerators=("h100-sxm" if cause == "slot" else "h200",),
+        requests_per_s=5 if cause == "slot" else 1,
+        weight_precision="fp8",
+        accelerators=(accelerator,),
     )
     rec = serving.recommend_serving(serving.evaluate_serving(s), s)
     best = rec.best

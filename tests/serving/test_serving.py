@@ -996,3 +996,36 @@ def test_a_too_slow_reason_quotes_a_speed_slower_than_the_target_and_a_replica_t
     best_ms = float(reason.split("(best ")[1].split(" ms")[0])
     assert best_ms > s.tpot_ms, reason
     assert row["fits_in_memory"] and row["memory_per_chip_gb"] <= row["hbm_gb"], row
+
+
+def _fleet(**kw) -> dict:
+    s = serving.ServeScenario(model=ModelSpec.preset("llama3-70b"), **kw)
+    return serving.recommend_serving(serving.evaluate_serving(s), s).best
+
+
+def test_a_first_token_target_near_a_long_prompts_prefill_does_not_balloon_the_fleet():
+    # 100,000-token prompts, 1 a second, on B200: each prefill takes 1.7 s on a replica of 8. A normal tail on the
+    # prompts arriving in a step (one step in a thousand carries one) gave every step's 99th percentile a tenth
+    # of a prefill, so the fleet went 56 -> 232 -> 880 chips from a 2,000 to a 1,750 ms target.
+    chips = {
+        ttft: _fleet(prompt_tokens=100_000, requests_per_s=1, ttft_ms=ttft, accelerators=("b200",))["chips"]
+        for ttft in (2000, 1800, 1750)
+    }
+    assert chips[1750] <= 2 * chips[2000], chips
+    # the prompts' own prefill alone takes 1.7 s: an idle replica meets 1,750 ms, and a dozen replicas carry 1 rps
+    assert chips[2000] <= 12 * 8, chips
+
+
+def test_a_longer_prompt_tail_costs_chips_smoothly():
+    # A mean prompt of 2,000 tokens, its 99th percentile 16k to 48k: the fleet grows with the tail, without a cliff
+    # (8 -> 56 chips from 24k to 32k when the lengths' spread was an uncut lognormal past its reach).
+    for router in ("least-loaded", "round-robin"):
+        chips = [
+            _fleet(
+                prompt_tokens=2000, prompt_tokens_p99=p99, requests_per_s=5, accelerators=("h100-sxm",), router=router
+            )["chips"]
+            for p99 in (16_000, 24_000, 32_000)
+        ]
+        assert chips == sorted(chips) and chips[-1] <= 3 * chips[0], (router, chips)
+    with pytest.raises(InputError, match=r"prompt_tokens_p99: .* accepted from 2,000 to 5\d,\d{3}"):
+        serving.ServeScenario(model=ModelSpec.preset("llama3-70b"), prompt_tokens=2000, prompt_tokens_p99=80_000)

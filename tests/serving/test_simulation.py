@@ -1,7 +1,5 @@
 """The load curve's queueing formulas against a step-by-step simulation of the same engine."""
 
-import math
-
 import polars as pl
 import pytest
 
@@ -109,10 +107,3 @@ def test_overlap_scheduling_agrees_with_the_simulated_engine(llama70_replica, rh
     for column, simulated_s in (("ttft_mean_ms", sims[1].ttft_mean_s), ("ttft_ms", sims[1].ttft_p99_s)):
         low, high = AGREEMENT[column]
         assert low <= rows[1][column] / (simulated_s * 1000) <= high, column
-
-
-def test_lognormal_sigma_reproduces_the_percentile():
-    sigma = simulation.lognormal_sigma(9429, 18958)
-    mu = math.log(9429) - sigma**2 / 2
-    assert math.exp(mu + 2.3263478740408408 * sigma) == pytest.approx(18958, rel=1e-6)
-    assert simulation.lognormal_sigma(100, None) == 0.0

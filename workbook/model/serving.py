@@ -66,6 +66,7 @@ touches more experts: min(total, active x B).
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 
@@ -140,33 +141,104 @@ def kv_bytes_per_token(n_layers, n_kv_heads, head_dim, kv_bytes):
     return KV_TENSORS * n_layers * n_kv_heads * head_dim * kv_bytes
 
 
-def moment(mean, p99=None, k: int = 2):
-    """E[X^k] of lengths with this mean and 99th percentile, taken lognormal (sigma from ln(p99 / mean) =
-    z sigma - sigma^2 / 2, the smaller root): mean^k exp(k (k - 1) sigma^2 / 2); mean^k when no percentile is known
-    (every length the mean)."""
+SIGMA_STEP = 0.02  # the scan over a lognormal's sigma (:func:`length_shape`) before bisecting
+SIGMA_MAX = 6.0
+
+
+def _truncated_moment(mu: float, sigma: float, cap: float, k: int) -> float:
+    """E[X^k | X <= cap] of ln X normal (mu, sigma): exp(k mu + k^2 sigma^2 / 2) Phi((ln cap - mu - k sigma^2) /
+    sigma) / Phi((ln cap - mu) / sigma)."""
+    full = math.exp(k * mu + k * k * sigma * sigma / 2)
+    if math.isinf(cap):
+        return full
+    normal = NormalDist()
+    log_cap = math.log(cap)
+    return full * normal.cdf((log_cap - mu - k * sigma * sigma) / sigma) / normal.cdf((log_cap - mu) / sigma)
+
+
+def _mu_for_percentile(p99: float, sigma: float, cap: float) -> float:
+    """mu putting ``p99`` at the 99th percentile of the lognormal (mu, sigma) cut at ``cap``: Phi((ln p99 - mu) /
+    sigma) = 0.99 Phi((ln cap - mu) / sigma), by bisection (the left side falls faster as mu rises)."""
+    z = _z(LATENCY_PERCENTILE)
+    if math.isinf(cap):
+        return math.log(p99) - z * sigma
+    normal = NormalDist()
+    lo, hi = math.log(p99) - 12 * sigma, math.log(p99)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        short = normal.cdf((math.log(p99) - mid) / sigma) - LATENCY_PERCENTILE * normal.cdf(
+            (math.log(cap) - mid) / sigma
+        )
+        lo, hi = (mid, hi) if short > 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
+@functools.lru_cache(maxsize=1024)
+def length_shape(mean: float, p99: float | None = None, cap: float = math.inf) -> tuple[float, float] | None:
+    """(mu, sigma) of lengths lognormal with this mean and 99th percentile, none longer than ``cap`` (the context
+    window: an engine refuses a longer request), the least spread of those that fit (the smaller sigma); (ln mean, 0)
+    when no percentile is known (every length the mean); None when no such lognormal exists. Uncut, ln(p99 / mean) =
+    z sigma - sigma^2 / 2 has a root only up to p99 = exp(z^2 / 2) = 15x the mean, and the second moment,
+    mean^2 exp(sigma^2), climbs without bound toward it (a 99th percentile 16x the mean read as 224x the squared
+    mean, where cut at 128k tokens it is 13x). Cut at the cap, the mean falls from the percentile's as sigma grows:
+    the first sigma whose mean is the mean's, found on a grid of ``SIGMA_STEP`` and then by bisection; none whose
+    median is under one token."""
+    if p99 is None or p99 <= mean:
+        return (math.log(mean), 0.0)
+    if p99 >= cap:
+        return None
+    if math.isinf(cap):
+        z = _z(LATENCY_PERCENTILE)
+        spread = z * z - 2 * math.log(p99 / mean)
+        if spread < 0:
+            return None
+        sigma = z - math.sqrt(spread)
+        return (math.log(mean) - sigma * sigma / 2, sigma)
+
+    def excess(sigma: float) -> float:
+        return _truncated_moment(_mu_for_percentile(p99, sigma, cap), sigma, cap, 1) - mean
+
+    steps = round(SIGMA_MAX / SIGMA_STEP)
+    high = next((i * SIGMA_STEP for i in range(1, steps + 1) if excess(i * SIGMA_STEP) <= 0), None)
+    if high is None:
+        return None
+    low = high - SIGMA_STEP
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if excess(mid) > 0 else (low, mid)
+    mu = _mu_for_percentile(p99, high, cap)
+    return (mu, high) if mu >= 0 else None  # a median under one token is no length distribution
+
+
+def moment(mean, p99=None, k: int = 2, cap: float = math.inf):
+    """E[X^k] of lengths with this mean and 99th percentile, at most ``cap``, taken lognormal
+    (:func:`length_shape`); mean^k when no percentile is known (every length the mean). Lengths no lognormal fits
+    are refused where the scenario is made (:meth:`workbook.serving.scenario.ServeScenario.__post_init__`)."""
     if p99 is None or p99 <= mean:
         return mean**k
-    z = _z(LATENCY_PERCENTILE)
-    spread = 2 * math.log(p99 / mean)
-    sigma = z - math.sqrt(max(z * z - spread, 0.0))
-    return mean**k * math.exp(k * (k - 1) * sigma * sigma / 2)
+    shape = length_shape(mean, p99, cap)
+    if shape is None:
+        raise ValueError(f"no lognormal lengths have a mean of {mean} and a 99th percentile of {p99} within {cap}")
+    return _truncated_moment(*shape, cap, k)
 
 
-def second_moment(mean, p99=None):
-    """E[X^2] of lengths with this mean and 99th percentile (:func:`moment`)."""
-    return moment(mean, p99, 2)
+def second_moment(mean, p99=None, cap: float = math.inf):
+    """E[X^2] of lengths with this mean and 99th percentile, at most ``cap`` (:func:`moment`)."""
+    return moment(mean, p99, 2, cap)
 
 
-def cache_peakedness(prompt_tokens, prompt_tokens_p99, output_tokens, output_tokens_p99):
+def cache_peakedness(
+    prompt_tokens, prompt_tokens_p99, output_tokens, output_tokens_p99, prompt_cap=math.inf, output_cap=math.inf
+):
     """Variance over mean of the KV-cache tokens in flight, counted in sequences of the mean context, relative to
     that of the sequences themselves: a cache is full when its tokens are, not its sequences. Each request holds
     P + s tokens at its s-th step for its O steps, so with Poisson arrivals the tokens in flight are shot noise with
     mean lambda E[int L] and variance lambda E[int L^2] (Campbell's theorem), int L = P O + O^2 / 2 and
     int L^2 = P^2 O + P O^2 + O^3 / 3 over the request's steps: **E[int L^2] E[O] / E[int L]^2** (1.05 when every
     prompt and answer is the mean: the context grows; prompt and answer lengths independent, lognormal through
-    their mean and 99th percentile, :func:`moment`)."""
-    p = [moment(prompt_tokens, prompt_tokens_p99, k) for k in (1, 2)]
-    o = [moment(output_tokens, output_tokens_p99, k) for k in (1, 2, 3)]
+    their mean and 99th percentile, each at most its cap, :func:`moment`)."""
+    p = [moment(prompt_tokens, prompt_tokens_p99, k, prompt_cap) for k in (1, 2)]
+    o = [moment(output_tokens, output_tokens_p99, k, output_cap) for k in (1, 2, 3)]
     held = p[0] * o[0] + o[1] / 2
     return (p[1] * o[0] + p[0] * o[1] + o[2] / 3) * o[0] / held**2
 
@@ -471,27 +543,86 @@ def slot_wait_percentile_seconds(
     return _log(_maximum(waiting / (1 - percentile), 1.0)) / rate
 
 
+POISSON_QUANTILE_TERMS = 24  # counts tried by :func:`poisson_quantile`; beyond, the normal form is the larger
+
+
+def _poisson_cdf(k: int, mean: float) -> float:
+    term = total = math.exp(-mean)
+    for j in range(1, k + 1):
+        term *= mean / j
+        total += term
+    return total
+
+
+@functools.lru_cache(maxsize=8)
+def _poisson_thresholds(percentile: float) -> tuple[float, ...]:
+    """The means at which the Poisson quantile at ``percentile`` steps from k - 1 to k, for k = 1 to
+    ``POISSON_QUANTILE_TERMS``: P(N <= k - 1) = percentile, by bisection (it falls as the mean grows)."""
+    thresholds = []
+    for k in range(1, POISSON_QUANTILE_TERMS + 1):
+        low, high = 0.0, 10.0 * k + 10.0
+        for _ in range(80):
+            mid = (low + high) / 2
+            low, high = (mid, high) if _poisson_cdf(k - 1, mid) >= percentile else (low, mid)
+        thresholds.append(high)
+    return tuple(thresholds)
+
+
+def poisson_quantile(mean, percentile=LATENCY_PERCENTILE):
+    """The smallest count k with P(N <= k) >= ``percentile`` for N Poisson of ``mean``, up to
+    ``POISSON_QUANTILE_TERMS`` (zero while exp(-mean) >= percentile: fewer than 1 - percentile see any): the number
+    of the steps' means (:func:`_poisson_thresholds`) below ``mean``."""
+    thresholds = _poisson_thresholds(percentile)
+    if not isinstance(mean, pl.Expr):
+        return sum(mean > m for m in thresholds)
+    return pl.sum_horizontal((mean > m).cast(pl.Float64) for m in thresholds)
+
+
+def compound_poisson_excess(count_mean, size_mean, size_squared, percentile=LATENCY_PERCENTILE):
+    """Excess over its mean, at ``percentile``, of a sum of N sizes, N Poisson of ``count_mean`` and the sizes
+    independent with mean ``size_mean`` and second moment ``size_squared``: the normal form z sqrt(mean E[X^2]),
+    but at least the count's own percentile of mean sizes (k_p - mean) E[X], and none where fewer than
+    1 - percentile of the sums hold any size at all (k_p = 0). The normal form alone puts a tail on sums that are
+    almost always empty (a 100k-token prompt arriving in 0.08% of the steps gave every step's 99th percentile
+    a tenth of its prefill) and understates sparse ones (at 0.25 prompts a request's lifetime, a quarter of one
+    prompt where 2.5% of requests meet two)."""
+    k = poisson_quantile(count_mean, percentile)
+    normal = _z(percentile) * _sqrt(count_mean * size_squared)
+    excess = _maximum(normal, (k - count_mean) * size_mean)
+    if isinstance(excess, pl.Expr):
+        return pl.when(k > 0).then(excess).otherwise(0.0)
+    return excess if k > 0 else 0.0
+
+
 def prefill_burst_seconds(
-    prefill_per_token_s, prompt_tokens_squared, sequences, output_tokens, prefill_load, percentile=LATENCY_PERCENTILE
+    prefill_per_token_s,
+    prompt_tokens,
+    prompt_tokens_squared,
+    sequences,
+    output_tokens,
+    prefill_load,
+    percentile=LATENCY_PERCENTILE,
 ):
     """Excess of a request's time per output token at ``percentile`` over the mean step, from the prompts that
     arrive while it decodes: its O steps carry the prefill of the prompts arriving in its lifetime, about as many
-    as the B sequences in flight (Little's law), a compound Poisson sum with variance B t^2 E[P^2] (t the prefill
-    seconds per token). The more of it arrives, the longer the request lives and the more arrives still: the excess
-    grows by 1 / (1 - u), u the prefill's share of the time: **z t sqrt(B E[P^2]) / (O (1 - u))**. Negligible for
-    Llama 2 70B's 222-token prompts with hundreds in flight; for Llama 3.1 405B's 9,400-token prompts with a dozen
-    in flight it doubles the excess of the 99th percentile, toward the engine's simulation
+    as the B sequences in flight (Little's law), a compound Poisson sum (:func:`compound_poisson_excess`; normal,
+    z t sqrt(B E[P^2]), where many arrive; t the prefill seconds per token). The more of it arrives, the longer the
+    request lives and the more arrives still: the excess grows by 1 / (1 - u), u the prefill's share of the time.
+    Negligible for Llama 2 70B's 222-token prompts with hundreds in flight; for Llama 3.1 405B's 9,400-token prompts
+    with a dozen in flight it doubles the excess of the 99th percentile, toward the engine's simulation
     (:mod:`workbook.serving.simulation`) and the published results (99th percentile 1.2-1.8x the mean)."""
-    noise = prefill_per_token_s * _sqrt(sequences * prompt_tokens_squared)
+    tokens = compound_poisson_excess(sequences, prompt_tokens, prompt_tokens_squared, percentile)
     share = prefill_load.clip(upper_bound=0.99) if isinstance(prefill_load, pl.Expr) else min(prefill_load, 0.99)
-    return _z(percentile) * noise / (output_tokens * (1 - share))
+    return prefill_per_token_s * tokens / (output_tokens * (1 - share))
 
 
 def one_step_percentile_seconds(
-    step_s, prefill_per_token_s, requests_per_s, prompt_tokens_squared, percentile=LATENCY_PERCENTILE
+    step_s, prefill_per_token_s, requests_per_s, prompt_tokens, prompt_tokens_squared, percentile=LATENCY_PERCENTILE
 ):
     """One step's length at ``percentile``: the mean step plus the spread of the prompts' prefill it carries, those
-    that arrived during the step before it, a compound Poisson sum with variance lambda x step x t^2 E[P^2]. The
-    first token waits out the rest of the running step and the step carrying its prompt: single steps, not the
-    average over a request's lifetime that sets the time per output token (:func:`step_percentile_seconds`)."""
-    return step_s + _z(percentile) * prefill_per_token_s * _sqrt(requests_per_s * step_s * prompt_tokens_squared)
+    that arrived during the step before it, a compound Poisson sum of lambda x step prompts on average
+    (:func:`compound_poisson_excess`). The first token waits out the rest of the running step and the step carrying
+    its prompt: single steps, not the average over a request's lifetime that sets the time per output token
+    (:func:`step_percentile_seconds`)."""
+    tokens = compound_poisson_excess(requests_per_s * step_s, prompt_tokens, prompt_tokens_squared, percentile)
+    return step_s + prefill_per_token_s * tokens

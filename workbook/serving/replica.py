@@ -180,14 +180,15 @@ def per_engine(frame: pl.DataFrame, run) -> pl.DataFrame:
 
 
 def prompt_second_moment(s: ServeScenario) -> float:
-    """E[P^2] of the prompt lengths: lognormal through the mean and the 99th percentile (every prompt the mean
-    when no percentile is known): :func:`workbook.model.serving.second_moment`."""
-    return sv.second_moment(s.prompt_tokens, s.prompt_tokens_p99)
+    """E[P^2] of the prompt lengths: lognormal through the mean and the 99th percentile, none longer than the
+    context window leaves (every prompt the mean when no percentile is known):
+    :func:`workbook.model.serving.second_moment`."""
+    return sv.second_moment(s.prompt_tokens, s.prompt_tokens_p99, s.prompt_tokens_cap)
 
 
 def output_second_moment(s: ServeScenario) -> float:
     """E[O^2] of the answer lengths, likewise from their mean and 99th percentile."""
-    return sv.second_moment(s.output_tokens, s.output_tokens_p99)
+    return sv.second_moment(s.output_tokens, s.output_tokens_p99, s.output_tokens_cap)
 
 
 def prompt_budget(sched: Scheduler, sequences: pl.Expr) -> pl.Expr:
@@ -569,7 +570,14 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     )
     busy, queue_s, work_s, load_p = pl.col("_busy"), pl.col("_queue_s"), pl.col("_work_s"), pl.col("_prefill_load")
     # A full cache is full of tokens, not of sequences: where its room is the limit, the tokens' spread adds.
-    cache = sv.cache_peakedness(s.prompt_tokens, s.prompt_tokens_p99, s.output_tokens, s.output_tokens_p99)
+    cache = sv.cache_peakedness(
+        s.prompt_tokens,
+        s.prompt_tokens_p99,
+        s.output_tokens,
+        s.output_tokens_p99,
+        s.prompt_tokens_cap,
+        s.output_tokens_cap,
+    )
     frame = frame.with_columns(
         _peak=sv.peakedness(rho, load_p) * pl.when(pl.col("cache_bound")).then(cache).otherwise(1.0)
     )
@@ -595,7 +603,7 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         step_s,
         decode_p_s
         + prefill_per_token_s * s.prompt_tokens * rps * step_s
-        + sv.prefill_burst_seconds(prefill_per_token_s, e2, busy, s.output_tokens, load_p),
+        + sv.prefill_burst_seconds(prefill_per_token_s, s.prompt_tokens, e2, busy, s.output_tokens, load_p),
     )
     # A prompt chunked over several steps takes all of their budget left by the decoding sequences (FCFS: the
     # prompts behind it wait), so its steps carry its chunk and those sequences' tokens, not the average prefill of
@@ -633,8 +641,10 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
         (ahead * step_s, ahead * step_p_s),
     )
     own = (pl.col("_own_s"), pl.col("_own_p_s"))
-    one_step_p_s = sv.one_step_percentile_seconds(step_s, prefill_per_token_s, rps, e2)
-    delays = ((step_s * pl.col("_carry"), one_step_p_s * pl.col("_carry")), own, *waits)
+    frame = frame.with_columns(
+        _one_step_p_s=sv.one_step_percentile_seconds(step_s, prefill_per_token_s, rps, s.prompt_tokens, e2)
+    )
+    delays = ((step_s * pl.col("_carry"), pl.col("_one_step_p_s") * pl.col("_carry")), own, *waits)
     frame = frame.with_columns(
         load_fraction=rho,
         requests_per_s_per_replica=rps,
@@ -658,9 +668,15 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
 
 
 def _ttft_cause() -> pl.Expr:
-    """The first token's longest delay at its 99th percentile, of those that grow with load: "slot" (a free
-    sequence slot), "queue" (the prompts ahead) or "prefill" (the prompt's own, in the steps it shares)."""
-    slot, queue, own = pl.col("_slot_wait_p_s"), pl.col("_queue_wait_p_s"), pl.col("_own_p_s")
+    """The first token's delay at its 99th percentile that load has grown most: "slot" (a free sequence slot),
+    "queue" (the prompts ahead) or "prefill" (the prompt's own beyond its prefill alone: the steps it shares with
+    decoding, the prompts batched with it). The prefill alone is there at any load, so it is not counted: a
+    100,000-token prompt's 1.7 s is the longest delay, but what breaks a 2 s target is the queue ahead of it."""
+    slot, queue, own = (
+        pl.col("_slot_wait_p_s"),
+        pl.col("_queue_wait_p_s"),
+        pl.col("_own_p_s") - pl.col("prefill_tail_s"),
+    )
     return (
         pl.when((slot >= queue) & (slot >= own))
         .then(pl.lit("slot"))

@@ -191,6 +191,7 @@ class ServeScenario:
             _number("output_tokens_p99", self.output_tokens_p99, self.output_tokens, 200_000, integer=True)
         _choice("router", self.router, ROUTERS)
         self._check_context()
+        self._check_spread()
         for field in ("disaggregation", "attention_data_parallel"):
             if not isinstance(getattr(self, field), bool):
                 raise InputError(field, f"must be true or false, got {getattr(self, field)!r}")
@@ -218,6 +219,39 @@ class ServeScenario:
                     field,
                     f"{words} ({prompt:,} + {output:,} tokens) must fit in the model's {limit:,}-token context window",
                 )
+
+    def _check_spread(self) -> None:
+        """Lengths are lognormal through their mean and 99th percentile, within the context window
+        (:func:`workbook.model.serving.length_shape`): a percentile no such lengths reach is refused, with the
+        largest they do."""
+        for field, mean, p99, cap in (
+            ("prompt_tokens_p99", self.prompt_tokens, self.prompt_tokens_p99, self.prompt_tokens_cap),
+            ("output_tokens_p99", self.output_tokens, self.output_tokens_p99, self.output_tokens_cap),
+        ):
+            if p99 is None or sv.length_shape(mean, p99, cap) is not None:
+                continue
+            low, high = float(mean), float(min(p99, cap))
+            for _ in range(30):
+                mid = (low + high) / 2
+                low, high = (mid, high) if sv.length_shape(mean, mid, cap) is not None else (low, mid)
+            within = "" if math.isinf(cap) else f" within the {cap:,.0f} tokens the context window leaves"
+            raise InputError(
+                field,
+                f"lengths with a mean of {mean:,} and a 99th percentile of {p99:,} are more spread than lognormal "
+                f"lengths{within} can be: accepted from {mean:,} to {math.floor(low):,}",
+            )
+
+    @property
+    def prompt_tokens_cap(self) -> float:
+        """The longest prompt: the context window less the mean answer (none stated: no limit)."""
+        limit = self.model.context_tokens
+        return math.inf if limit is None else float(limit - self.output_tokens)
+
+    @property
+    def output_tokens_cap(self) -> float:
+        """The longest answer: the context window less the mean prompt (none stated: no limit)."""
+        limit = self.model.context_tokens
+        return math.inf if limit is None else float(limit - self.prompt_tokens)
 
     @property
     def prompt_tokens_tail(self) -> int:

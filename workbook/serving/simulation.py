@@ -30,8 +30,8 @@ import dataclasses
 import math
 import random
 import statistics
-from statistics import NormalDist
 
+from workbook.model import serving as sv
 from workbook.serving.replica import Scheduler
 
 
@@ -82,18 +82,18 @@ def of_replica(at_load_row: dict, s, sched: Scheduler, requests: int, seed: int 
         s.prompt_tokens,
         s.prompt_tokens_p99,
         s.output_tokens,
+        prompt_tokens_cap=s.prompt_tokens_cap,
         horizon_s=requests / rps * 4 / 3,
         seed=seed,
         ranks=int(at_load_row["tensor_parallel"]),
     )
 
 
-def lognormal_sigma(mean: float, p99: float | None) -> float:
-    """Sigma of a lognormal with this mean and 99th percentile (0: every value the mean)."""
-    if not p99 or p99 <= mean:
-        return 0.0
-    z = NormalDist().inv_cdf(0.99)
-    return z - math.sqrt(max(z * z - 2 * math.log(p99 / mean), 0.0))
+def _prompt(rng: random.Random, mu: float, sigma: float, cap: float) -> int:
+    """A prompt's length: lognormal (mu, sigma), drawn again while longer than ``cap``."""
+    while (tokens := rng.lognormvariate(mu, sigma)) > cap:
+        pass
+    return max(1, round(tokens))
 
 
 def _p99(values: list[float]) -> float:
@@ -140,12 +140,12 @@ def simulate(
     horizon_s: float,
     seed: int = 1,
     ranks: int = 1,
+    prompt_tokens_cap: float = math.inf,
 ) -> Result:
     """Run the engine for ``horizon_s`` seconds of arrivals; the first quarter is warm-up, left out of the figures.
     ``ranks``: the attention data-parallel ranks that balancing waits on."""
     rng = random.Random(seed)
-    sigma = lognormal_sigma(prompt_tokens, prompt_tokens_p99)
-    mu = math.log(prompt_tokens) - sigma * sigma / 2
+    mu, sigma = sv.length_shape(prompt_tokens, prompt_tokens_p99, prompt_tokens_cap)
     budget_per_step = sched.max_tokens_per_step * sched.pipeline_stages
     warm_s = horizon_s / 4
     next_arrival = rng.expovariate(requests_per_s)
@@ -161,7 +161,7 @@ def simulate(
     ttft, tpot, steps = [], [], []
     while now < horizon_s:
         while next_arrival <= now:
-            tokens = max(1, round(rng.lognormvariate(mu, sigma))) if sigma else max(1, round(prompt_tokens))
+            tokens = _prompt(rng, mu, sigma, prompt_tokens_cap) if sigma else max(1, round(prompt_tokens))
             waiting.append((next_arrival, tokens))
             next_arrival += rng.expovariate(requests_per_s)
         if not (waiting or prompts or decoding):
