@@ -477,7 +477,7 @@ SERVE_KEYS = [
     "usd_per_million_tokens",
     "usd_per_million_tokens_low",
     "usd_per_million_tokens_high",
-    "usd_per_million_tokens_at_full_load",
+    "usd_per_million_tokens_at_ceiling",
     "model_error_low",
     "model_error_high",
     "model_error_results",
@@ -489,7 +489,7 @@ SERVE_KEYS = [
     "kwh_per_million_tokens",
     "limit",
     "limit_cause",
-    "relaxed_ttft_ms",  # targets the replicas meet at the headroom load, where the user's hold them below it
+    "relaxed_ttft_ms",  # the loosest targets relaxed_chips need, where the user's hold the replicas below the headroom
     "relaxed_tpot_ms",
     "relaxed_chips",
 ]

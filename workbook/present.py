@@ -122,6 +122,12 @@ def token_price(value: float | None) -> str:
     return f"${value:,.{decimals}f}"
 
 
+def milliseconds(value: float) -> str:
+    """A latency in ms as a reader can check it against a target: whole ms from 100 up (1,785), three significant
+    figures below (48.6, 8.5, 0.5), never rounded to 0."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def per_million_tokens(value: float | None) -> str:
     """$0.28 per million output tokens."""
     return "n/a" if value is None else f"{token_price(value)} per million output tokens"

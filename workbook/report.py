@@ -19,7 +19,7 @@ from workbook.charts import training as charts
 from workbook.model import throughput
 from workbook.model.spec import preset_key
 from workbook.present import count, days, energy, regions, usd
-from workbook.serving.recommend import replicas_words, split_words
+from workbook.serving.recommend import ceiling_words, replicas_words, split_words
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
 from workbook.training.recommend import (
@@ -174,8 +174,8 @@ def serving_lines(serving) -> list[str]:
         f"{best['stack_name']}; {present.per_million_tokens(best['usd_per_million_tokens'])}."
         + (f" {split_words(best)}." if best.get("disaggregated") else ""),
         f"{usd(best['usd_per_month'])} a month ({_month_range(best)}, {best['pricing_model']} prices).",
-        f"Each replica runs at {best['utilisation']:.0%} of what it sustains within the targets (headroom target "
-        f"{best['headroom']:.0%}). {_latency(best, serving.scenario)}.",
+        f"Each replica runs at {best['utilisation']:.0%} of the load the latency targets allow it "
+        f"({ceiling_words(best)}). {_latency(best, serving.scenario)}.",
     ]
     if serving.runners_up:
         lines.append(

@@ -217,7 +217,7 @@ def test_serve_tab_serves_the_train_tabs_model_unless_overridden(dash):
     serve.controls["own_model"].value = False
     assert serve.scenario.model == dash.train.scenario.model
     serve.controls["headroom_pct"].value = 50
-    assert serve.scenario.headroom == pytest.approx(0.5) and "headroom target 50%" in serve.card.value
+    assert serve.scenario.headroom == pytest.approx(0.5) and "sized to at most 50% of it" in serve.card.value
     serve.controls["stack"].value = "generic"
     assert serve.scenario.stack_choice == "generic" and "TensorRT-LLM" not in serve.card.value.split("</div>")[1]
 

@@ -207,7 +207,7 @@ def test_brief_includes_the_serving_answer(scenario, served):
         f"{best['replicas']:,} independent replicas of {best['chips_per_replica']} chip",
         f"{usd(best['usd_per_month'])} a month (",
         per_million_tokens(best["usd_per_million_tokens"]),
-        f"runs at {best['utilisation']:.0%} of what it sustains within the targets (headroom target 75%)",
+        f"runs at {best['utilisation']:.0%} of the load the latency targets allow it (sized to at most 75% of it",
         f"per token {best['tpot_ms']:,.0f} ms (target 50 ms)",
         f"first token {best['ttft_ms']:,.0f} ms (target 2,000 ms)",
         f"Runners-up: {served.runners_up[0]['name']}",

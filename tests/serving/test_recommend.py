@@ -33,7 +33,12 @@ def test_winner_is_cheapest_feasible_and_runners_up_are_other_chips(answer):
 def test_reasons_give_headroom_stack_latency_and_monthly_cost(answer):
     _, _, rec = answer
     text = " ".join(rec.reasons)
-    assert "headroom target 75%" in text and "Software:" in text and "a month" in text and "interleaved" in text
+    assert (
+        "sized to at most 75% of it, 25% left for traffic peaks" in text
+        and "Software:" in text
+        and "a month" in text
+        and "interleaved" in text
+    )
     assert rec.usd_per_month == pytest.approx(rec.best["usd_per_month"]) and rec.usd_per_month > 0
     assert rec.best["utilisation"] <= rec.headroom + 1e-9 and not any("above the" in w for w in rec.warnings)
 
@@ -57,10 +62,10 @@ def test_card_never_recommends_more_than_the_headroom_without_saying_so(answer):
     hot = frame.with_columns(utilisation=pl.when(pl.col("feasible")).then(0.97).otherwise(pl.col("utilisation")))
     rec = serving.recommend_serving(hot, s)
     assert rec.best["utilisation"] > rec.headroom
-    assert any("above the 75% headroom target" in w for w in rec.warnings)
+    assert any("above the 75% load ceiling" in w for w in rec.warnings)
     from workbook.app import views
 
-    assert "above the 75% headroom target" in views.serving_card(rec)
+    assert "above the 75% load ceiling" in views.serving_card(rec)
 
 
 def test_latency_at_the_edge_is_said(answer):
@@ -376,3 +381,17 @@ def test_a_fleet_at_its_headroom_gets_no_line_on_looser_targets(answer):
     _, frame, rec = answer
     assert rec.best["relaxed_chips"] is None or rec.best["chips"] < 2 * rec.best["relaxed_chips"]
     assert not any(r.startswith("Your latency targets") for r in rec.reasons)
+
+
+def test_the_looser_targets_offered_are_the_loosest_the_smaller_fleet_needs():
+    # 70B on H100 with a 4 ms per-token target no replica meets (7.8 ms at best): read at the headroom target's load,
+    # the advice said 37 ms per token would do with 8 chips, where 8.6 ms does (its lightest load gives 7.8 ms).
+    s = serving.ServeScenario(model=ModelSpec.preset("llama3-70b"), tpot_ms=4, accelerators=("h100-sxm",))
+    row = serving.evaluate_serving(s).row(0, named=True)
+    idle = dataclasses.replace(s, tpot_ms=None, requests_per_s=0.01)
+    floor_ms = serving.recommend_serving(serving.evaluate_serving(idle), idle).best["tpot_ms"]
+    assert row["relaxed_tpot_ms"] is not None and row["relaxed_tpot_ms"] < 1.25 * floor_ms, (row, floor_ms)
+    assert f"allowing {row['relaxed_targets']}" in row["infeasible_reason"]
+    looser = dataclasses.replace(s, tpot_ms=row["relaxed_tpot_ms"])
+    again = serving.recommend_serving(serving.evaluate_serving(looser), looser).best
+    assert again is not None and again["chips"] <= row["relaxed_chips"]

@@ -76,7 +76,7 @@ class ServeView:
             "ttft_ms": log_slider("First-token p99 target (ms)", 2000, 10, 60_000, ".0f"),
             "tpot_ms": log_slider("Per-token p99 target (ms)", 50, 2, 1000, ".0f"),
             "headroom_pct": slider(
-                "Headroom target (% of capacity)",
+                "Load ceiling (% of capacity; the rest is headroom)",
                 round(serving.DEFAULT_HEADROOM * 100),
                 round(serving.scenario.MIN_HEADROOM * 100),
                 round(serving.scenario.MAX_HEADROOM * 100),

@@ -66,7 +66,7 @@ def price_template() -> alt.LayerChart:
             alt.Tooltip("stack_name:N", title="Software"),
             alt.Tooltip("tpot_ms:Q", title="p99 ms per token", format=".1f"),
             alt.Tooltip("usd_per_million_tokens:Q", title="$ / M tokens", format=PER_M),
-            alt.Tooltip("usd_per_million_tokens_at_full_load:Q", title="$ / M at full load", format=PER_M),
+            alt.Tooltip("usd_per_million_tokens_at_ceiling:Q", title="$ / M at the load ceiling", format=PER_M),
         ],
     )
     return alt.layer(bars, *range_marks(base, y, "usd_per_million_tokens", "$.3~f"), message_layer()).properties(
@@ -95,7 +95,7 @@ def price_datasets(frame: pl.DataFrame, top: int = 12) -> dict[str, list[dict]]:
         "stack_name",
         "tpot_ms",
         *PER_M_COLUMNS,
-        "usd_per_million_tokens_at_full_load",
+        "usd_per_million_tokens_at_ceiling",
     ]
     return {
         "options": rows(data, columns),

@@ -17,7 +17,7 @@ import polars as pl
 from workbook.catalog import capacity_to_confirm
 from workbook.model import cost
 from workbook.model.units import HOURS_PER_MONTH
-from workbook.present import count, gigabytes, per_million_tokens, price_basis, token_price, usd
+from workbook.present import count, gigabytes, milliseconds, per_million_tokens, price_basis, token_price, usd
 from workbook.serving import band
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
@@ -135,15 +135,18 @@ def _warnings(o: dict, scenario) -> list[str]:
         )
     if o["utilisation"] > o["headroom"] + 1e-9:
         out.append(
-            f"Each replica runs at {o['utilisation']:.0%} of its capacity, above the {o['headroom']:.0%} headroom "
-            "target: traffic peaks will queue and latency will grow."
+            f"Each replica runs at {o['utilisation']:.0%} of its capacity, above the {o['headroom']:.0%} load "
+            "ceiling: traffic peaks will queue and latency will grow."
         )
     for label, value, target in (
         ("p99 time per token", o["tpot_ms"], scenario.tpot_ms),
         ("p99 time to first token", o["ttft_ms"], scenario.ttft_ms),
     ):
         if target is not None and value >= EDGE_FRACTION * target:
-            out.append(f"At the edge: the {label} ({value:,.0f} ms) is within 10% of the {target:,.0f} ms target.")
+            out.append(
+                f"At the edge: the {label} ({milliseconds(value)} ms) is within 10% of the {milliseconds(target)} ms "
+                "target."
+            )
     ceiling = o.get("capacity_max_chips")
     if capacity_to_confirm(o["chips"], ceiling):
         out.append(
@@ -170,8 +173,9 @@ def _targets_cost_line(o: dict) -> list[str]:
     monthly = o["relaxed_chips"] * o["usd_per_chip_hour"] * HOURS_PER_MONTH
     return [
         f"Your latency targets set the fleet's size: they hold each replica to {o['load_fraction']:.0%} of what it "
-        f"can serve{prompt}. Allowing {o['relaxed_targets']}, what these replicas give at {o['headroom']:.0%} load, "
-        f"at most {count(o['relaxed_chips'], 'chip')} would serve this traffic ({usd(monthly)} a month)."
+        f"could serve without them{prompt}. Allowing {o['relaxed_targets']}, what these replicas give at the load "
+        f"that many would carry, at most {count(o['relaxed_chips'], 'chip')} would serve this traffic "
+        f"({usd(monthly)} a month)."
     ]
 
 
@@ -190,7 +194,7 @@ def _latency_line(o: dict, scenario) -> str:
     """The p99 latencies (the statistic targets set) against the targets, and the means."""
 
     def target(value):
-        return "" if value is None else f", target {value:,.0f} ms"
+        return "" if value is None else f", target {milliseconds(value)} ms"
 
     return (
         f"At this load: p99 time per token {o['tpot_ms']:,.1f} ms{target(scenario.tpot_ms)} (mean "
@@ -355,6 +359,11 @@ def close_call(best: dict, other: dict) -> str | None:
     )
 
 
+def ceiling_words(o: dict) -> str:
+    """The sizing rule in words: the headroom target is a ceiling on each replica's load, the rest left for peaks."""
+    return f"sized to at most {o['headroom']:.0%} of it, {1 - o['headroom']:.0%} left for traffic peaks"
+
+
 def _limit_cause_words(best: dict) -> str:
     """What breaks the first-token target past the replica's limit, where it is that target: a lone request's first
     token can be far inside it at the chosen load and still be what stops the load rising
@@ -404,8 +413,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
     reasons = [
         f"{_replica_line(best)} {'serves' if one else 'serve'} {scenario.output_tokens_per_s:,.0f} output "
         f"tokens/s; {'it runs' if one else 'each runs'} at "
-        f"{best['utilisation']:.0%} of what it can sustain within your latency targets (headroom target "
-        f"{best['headroom']:.0%}; a replica's limit is its {best['limit']}{_limit_cause_words(best)})"
+        f"{best['utilisation']:.0%} of the load your latency targets allow it ({ceiling_words(best)}; a replica's "
+        f"limit is its {best['limit']}{_limit_cause_words(best)})"
         f"{_router_words(best, scenario)}.",
         *([_disaggregation_line(best)] if best.get("disaggregated") else []),
         *_split_weighed_line(best, scenario),
@@ -415,8 +424,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])} for the "
         f"{_mean_count(best['sequences'])} sequences in flight on average{_spread_words(scenario)}).",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, {price_basis(best)} "
-        f"as of {best['price_as_of']:%Y-%m}); run at the headroom target the same replicas would cost "
-        f"{per_million_tokens(best['usd_per_million_tokens_at_full_load'])}.",
+        f"as of {best['price_as_of']:%Y-%m}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
+        f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.",
         range_line(best),
         *_targets_cost_line(best),
         *_commitment_line(best),
