@@ -541,7 +541,10 @@ def _serve_output(frame: pl.DataFrame, scenario: serving.ServeScenario, single: 
     model = f"Model: {present.model_words(scenario.model)}"
     lines = [model, rec.headline, *(f"! {w}" for w in rec.warnings), *(f"- {r}" for r in rec.reasons), ""]
     if single and rec.best is None:
-        lines = [model, f"{frame['name'][0]} cannot serve this: {frame['infeasible_reason'][0]}", ""]
+        row = frame.row(0, named=True)
+        unpriced = row["usd_per_chip_hour"] is None and row["chips"] is not None  # served, but at no price given
+        verdict = f"could serve this on {row['chips']:,} chips, but has" if unpriced else "cannot serve this:"
+        lines = [model, f"{row['name']} {verdict} {row['infeasible_reason']}", ""]
     with pl.Config(tbl_rows=-1, tbl_width_chars=220, fmt_str_lengths=70, tbl_hide_dataframe_shape=True):
         return "\n".join(lines) + str(view.head(1) if single else view)
 

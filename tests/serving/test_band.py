@@ -129,6 +129,9 @@ def test_the_range_never_reads_one_to_one():
     }
     assert recommend.range_line({**o, "chips": 1}).endswith("predicts for them: about 1 chip either way.")
     assert recommend.range_line({**o, "chips": 6}).endswith("predicts for them: about 3 to 9 chips may be needed.")
+    # in whole replicas: three of two chips, the traffic carried on two at 1.96x the throughput, on four at 0.69x
+    line = recommend.range_line({**o, "chips": 6, "chips_per_replica": 2})
+    assert line.endswith("predicts for them: about 4 to 8 chips may be needed.")
 
 
 def test_shared_replicas_and_separate_pools_take_the_errors_of_their_own_kind(band):

@@ -395,3 +395,30 @@ def test_the_looser_targets_offered_are_the_loosest_the_smaller_fleet_needs():
     looser = dataclasses.replace(s, tpot_ms=row["relaxed_tpot_ms"])
     again = serving.recommend_serving(serving.evaluate_serving(looser), looser).best
     assert again is not None and again["chips"] <= row["relaxed_chips"]
+
+
+def test_a_commitment_dearer_than_on_demand_says_so():
+    # The only 1-year commitment quotes for H100 are GCP's ($8.09 per chip-hour); other clouds list it on demand at
+    # about $3: the card billed $425k for the term without a word that on-demand costs less.
+    s = serving.ServeScenario(
+        model=ModelSpec.preset("llama3-70b"), requests_per_s=10, accelerators=("h100-sxm",), pricing=("commit-1y",)
+    )
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    best = rec.best
+    assert best["on_demand_usd_per_chip_hour"] < best["usd_per_chip_hour"]
+    line = next(r for r in rec.reasons if r.startswith("Commitment:"))
+    assert f"It is no discount here: on-demand, {best['on_demand_cloud']} lists this chip at" in line, line
+
+
+def test_a_chip_without_a_price_of_the_pricing_asked_names_the_pricing_it_has(capsys):
+    s = serving.ServeScenario(
+        model=ModelSpec.preset("llama3-70b"), weight_precision="fp4", requests_per_s=20, accelerators=("gb200",)
+    )
+    row = serving.evaluate_serving(s).row(0, named=True)
+    assert row["chips"] and row["usd_per_chip_hour"] is None
+    assert "no on-demand price in the dataset; it has capacity-block prices" in row["infeasible_reason"]
+    from workbook import cli
+
+    cli.main(["serve", "--model", "llama3-70b", "--accelerator", "gb200", "--precision", "fp4", "--rps", "20"])
+    out = capsys.readouterr().out
+    assert f"could serve this on {row['chips']} chips, but has no on-demand price" in out and "cannot serve" not in out

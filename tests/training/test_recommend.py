@@ -292,3 +292,26 @@ def test_the_batch_line_tells_a_raise_for_the_pipeline_from_whole_micro_batches(
         "a step."
     )
     assert line(256, 1, 2) is None  # exactly the batch asked for
+
+
+def test_a_reserved_contract_says_its_term_is_unstated_and_names_the_option_without_one():
+    # A reserved-contract rate is a 'from' price with no stated term, billed for the run's hours: on 256 H100s it
+    # won a 2T-token 70B run with no word that a minimum term could bill more.
+    s = Scenario(
+        model=ModelSpec.preset("llama3-70b"),
+        tokens=2e12,
+        chips=256,
+        accelerators=("h100-sxm",),
+        pricing=("on-demand", "reserved-contract"),
+    )
+    frame = options.evaluate(s)
+    rec = recommend.recommend(frame, "pytorch")
+    assert rec.best["pricing_model"] == "reserved-contract"
+    line = next(r for r in rec.reasons if r.startswith("Contract:"))
+    assert "term its rate card does not state" in line and "confirm" in line
+    hourly = (
+        frame.filter(pl.col("feasible") & (pl.col("pricing_model") == "on-demand")).sort("cost_usd").row(0, named=True)
+    )
+    assert f"The cheapest option without one: {recommend.describe(hourly)}" in line, line
+    on_demand = recommend.recommend(options.evaluate(dataclasses.replace(s, pricing=("on-demand",))), "pytorch")
+    assert not any(r.startswith("Contract:") for r in on_demand.reasons)

@@ -25,6 +25,7 @@ import polars as pl
 
 from workbook import catalog as catalog_mod
 from workbook.catalog import Catalog
+from workbook.catalog.schemas import PRICING_MODELS
 from workbook.model import cost
 from workbook.model.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 from workbook.present import counted, grouped, milliseconds
@@ -411,6 +412,8 @@ SERVE_COLUMNS = [
     "replicas",
     "chips",
     "capacity_max_chips",  # what the cloud rents at once under this pricing without a reservation (null: no ceiling)
+    "on_demand_cloud",  # the chip's cheapest on-demand cloud and price, to weigh a commitment against
+    "on_demand_usd_per_chip_hour",
     "capacity_basis",
     "tokens_per_s_per_chip",
     "tokens_per_s_per_replica",
@@ -493,6 +496,7 @@ def evaluate_serving(
     high = pl.col("chips") * pl.col("usd_per_chip_hour_high") * pl.col("model_error_high").exp()
     frame = (
         frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left")
+        .join(_other_prices(cat, s), on="accelerator_id", how="left")
         .join(throughput_band(cat).for_options(frame), on=["stack", "accelerator_id", *KINDS], how="left")
         .with_columns(
             usd_per_hour=pl.col("chips") * pl.col("usd_per_chip_hour"),
@@ -533,7 +537,13 @@ def evaluate_serving(
         pl.when(pl.col("serve_reason").is_not_null())
         .then(pl.concat_str("serve_reason", looser, ignore_nulls=True))
         .when(pl.col("usd_per_chip_hour").is_null())
-        .then(pl.format("no {} price in the dataset", pl.lit(" / ".join(s.pricing))))
+        .then(
+            pl.concat_str(
+                pl.lit(f"no {' / '.join(s.pricing)} price in the dataset"),
+                pl.format("; it has {} prices: choose one of those, or give your own", "other_pricing"),
+                ignore_nulls=True,
+            )
+        )
         .when(too_many)
         .then(pl.concat_str(over, looser, ignore_nulls=True))
         .otherwise(None)
@@ -550,6 +560,29 @@ def evaluate_serving(
             nulls_last=True,
         )
     )
+
+
+def _other_prices(cat: Catalog, s: ServeScenario) -> pl.DataFrame:
+    """Per accelerator, what a price outside the scenario's pricing models offers: the models the dataset prices it
+    under (``other_pricing``, in words: a chip with no price of the scenario's may have one of another), and its
+    cheapest on-demand price per chip-hour (the median of a cloud's quotes, the cheapest cloud: ``on_demand_cloud``,
+    ``on_demand_usd_per_chip_hour``), to weigh a commitment against."""
+    others = [model for model in PRICING_MODELS if model not in s.pricing]
+    priced = (
+        cat.price_summary(tuple(others), s.clouds)
+        .group_by("accelerator_id")
+        .agg(pl.col("pricing_model").unique().sort().str.join(", ").alias("other_pricing"))
+    )
+    on_demand = (
+        cat.price_summary(("on-demand",), s.clouds)
+        .sort("usd_per_chip_hour", "cloud")
+        .group_by("accelerator_id", maintain_order=True)
+        .agg(
+            pl.col("cloud").first().alias("on_demand_cloud"),
+            pl.col("usd_per_chip_hour").first().alias("on_demand_usd_per_chip_hour"),
+        )
+    )
+    return priced.join(on_demand, on="accelerator_id", how="full", coalesce=True)
 
 
 def batch_curve(

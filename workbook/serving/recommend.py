@@ -184,10 +184,18 @@ def _commitment_line(o: dict) -> list[str]:
     term = cost.TERM_MONTHS.get(o["pricing_model"])
     if term is None:
         return []
-    return [
+    text = (
         f"Commitment: the {term}-month term bills {usd(o['usd_per_month'] * term)} in all, whatever the traffic does; "
         "serving for fewer months still pays the whole term."
-    ]
+    )
+    hourly = o.get("on_demand_usd_per_chip_hour")
+    if hourly is not None and hourly < o["usd_per_chip_hour"]:
+        text += (
+            f" It is no discount here: on-demand, {o['on_demand_cloud']} lists this chip at ${hourly:.2f} per "
+            f"chip-hour against this commitment's ${o['usd_per_chip_hour']:.2f}; the same replicas there would cost "
+            f"{usd(o['chips'] * hourly * HOURS_PER_MONTH)} a month, with no term."
+        )
+    return [text]
 
 
 def _latency_line(o: dict, scenario) -> str:
@@ -242,7 +250,9 @@ def range_line(o: dict) -> str:
         "all": f"{o['stack_name']} has no published{kind} result within latency limits; those of every stack "
         f"({results})",
     }[o["model_error_scope"]]
-    low, high = (max(1, round(o["chips"] / ratio)) for ratio in (fewer, more))
+    # whole replicas (chips one at a time for split pools, whose two kinds of replica differ)
+    per = 1 if o.get("disaggregated") else o.get("chips_per_replica", 1)
+    low, high = (per * max(1, round(o["chips"] / per / ratio)) for ratio in (fewer, more))
     chips = f"about {low:,} to {high:,} chips may be needed" if low < high else f"about {count(low, 'chip')} either way"
     return (
         f"Range {token_price(o['usd_per_million_tokens_low'])} to "

@@ -182,6 +182,28 @@ def _commitment_reason(best: dict, frame: pl.DataFrame) -> str | None:
     )
 
 
+def _contract_reason(best: dict, frame: pl.DataFrame) -> str | None:
+    """A reserved-contract rate is a 'from' price whose term the rate card does not state (data/prices.csv), billed
+    here for the run's hours only: say so, and name the cheapest option sold without a contract, so a lead can
+    weigh the two before asking for the contract's terms."""
+    if best["pricing_model"] != "reserved-contract":
+        return None
+    text = (
+        f"Contract: {best['cloud']}'s reserved rate is a 'from' price whose term its rate card does not state, billed "
+        f"here for the run's {days(best['train_days'])} only; a minimum term longer than that, or a larger minimum "
+        "order, bills more: confirm both before relying on this figure."
+    )
+    open_market = frame.filter(
+        pl.col("feasible") & pl.col("term_months").is_null() & (pl.col("pricing_model") != "reserved-contract")
+    ).sort("cost_usd", maintain_order=True)
+    if open_market.height == 0:
+        return text + " No option without a contract meets the constraints."
+    other = open_market.row(0, named=True)
+    return (
+        text + f" The cheapest option without one: {describe(other)}, {_versus(best['cost_usd'], other['cost_usd'])}."
+    )
+
+
 def _spot_reason(best: dict) -> str | None:
     """Spot chips can be taken back: what the plan assumes for that (``preemption_overhead``, from
     ``cost.preemption_overhead``) and what it means for the team."""
@@ -448,7 +470,9 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     if near:
         reasons.append(near)
     reasons.append(_framework_reason(best, team_framework, platform))
-    reasons.extend(line for line in (_commitment_reason(best, frame), _spot_reason(best)) if line)
+    reasons.extend(
+        line for line in (_commitment_reason(best, frame), _contract_reason(best, frame), _spot_reason(best)) if line
+    )
     reasons.append(
         f"Memory fits: {gigabytes(best['memory_per_chip_gb'])} needed per chip of {gigabytes(best['hbm_gb'])} "
         f"(at least {count(best['min_chips_to_fit'], 'chip')} needed to fit the model)."
