@@ -47,6 +47,7 @@ TRAIN_KEYS = [
     "feasible",
     "infeasible_reason",
     "chips",
+    "rented_chips",
     "mfu",
     "start_delay_days",
     "train_days",

@@ -46,7 +46,11 @@ DATA_DIR = shipped.path("data", "data")  # the tables in the installed package, 
 PRICE_KEY = ["accelerator_id", "cloud", "region", "instance_type", "pricing_model"]
 OVERRIDE_KEY = ["accelerator_id", "cloud", "pricing_model"]
 ANY_REGION = "any"
-WHOLE_NODE_BASES = ("instance price / chips", "GPU + host VM")  # see pricebuild: instance price / chips in it
+WHOLE_NODE_BASES = (  # see pricebuild: an instance price / chips in each (after a published cut, for the third)
+    "instance price / chips",
+    "GPU + host VM",
+    "list price x published cut factor",
+)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity (memoised defaults)
@@ -118,8 +122,10 @@ class Catalog:
         cheapest quote of an instance that can run the job, with its region, instance and ``user_price``.
 
         Training runs on whole nodes: an instance priced as a whole (``whole_node``) qualifies when it holds at
-        least min(job chips, the accelerator's node or slice block) chips; TPU slices are priced linearly per chip
-        and per-chip rates name the full node, so they always qualify.
+        least min(job chips, the accelerator's node or slice block) chips, and is rented whole: ``rented_chips``, the
+        job's chips rounded up to whole instances (12 H100s on p5.48xlarge rent 16), all billed, so the cheapest
+        quote is the cheapest per chip the job uses. TPU slices are priced linearly per chip and per-chip rates
+        name the full node, so they always qualify and rent the job's chips.
         """
         fits = (
             ~pl.col("whole_node")
@@ -140,12 +146,18 @@ class Catalog:
             pl.col("secondary_source").alias("quote_secondary_source"),
             "user_price",
         )
+        whole = pl.col("whole_node") & (pl.col("kind") != "tpu")
+        rented = pl.when(whole).then(
+            (pl.col("chips") / pl.col("chips_per_instance")).ceil() * pl.col("chips_per_instance")
+        )
         return (
             jobs.select("row", "accelerator_id", "cloud", "pricing_model", "chips", "block_chips", "kind")
             .join(quotes, on=["accelerator_id", "cloud", "pricing_model"])
             .filter(fits)
+            .with_columns(rented_chips=rented.otherwise(pl.col("chips")).cast(pl.Int64))
+            .with_columns(_per_used_chip=pl.col("quote_usd_per_chip_hour") * pl.col("rented_chips") / pl.col("chips"))
             .sort(  # ties (same price, same date) go to the first region and instance by name: the same every run
-                "quote_usd_per_chip_hour",
+                "_per_used_chip",
                 "quote_as_of",
                 "region",
                 "instance_type",
@@ -153,7 +165,16 @@ class Catalog:
             )
             .group_by("row", maintain_order=True)
             .first()
-            .drop("accelerator_id", "cloud", "pricing_model", "chips", "block_chips", "kind", "whole_node")
+            .drop(
+                "accelerator_id",
+                "cloud",
+                "pricing_model",
+                "chips",
+                "block_chips",
+                "kind",
+                "whole_node",
+                "_per_used_chip",
+            )
         )
 
     def capacity_for(self, options: pl.DataFrame) -> pl.DataFrame:

@@ -488,7 +488,8 @@ def _costs(frame: pl.DataFrame, s: Scenario) -> pl.DataFrame:
     for band in BAND:
         wall = cost.wall_hours_with_preemption(pl.col(f"train_days{band}") * 24, model, spot_overhead)
         columns[f"train_days{band}"] = wall / 24
-        columns[f"chip_hours{band}"] = cost.billed_chip_hours(chips, wall, model)
+        # the cloud bills the chips it rents: whole instances (Catalog.cheapest_quotes), for the run or the term
+        columns[f"chip_hours{band}"] = cost.billed_chip_hours(pl.col("rented_chips").cast(pl.Float64), wall, model)
         columns[f"used_chip_hours{band}"] = chips * wall
     frame = frame.with_columns(
         **columns,
@@ -557,6 +558,8 @@ OUTPUT_COLUMNS = [
     "usd_per_chip_hour_typical",
     "region",
     "instance_type",
+    "chips_per_instance",
+    "rented_chips",  # the job's chips in whole instances where an instance is rented whole: what is billed
     "price_rows",
     "price_as_of",
     "price_as_of_approx",

@@ -204,6 +204,18 @@ def _contract_reason(best: dict, frame: pl.DataFrame) -> str | None:
     )
 
 
+def _rented_words(best: dict) -> str:
+    """Where the instance is rented whole and the job does not fill its instances: how many chips are billed."""
+    rented = best.get("rented_chips")
+    if rented is None or rented <= best["chips"]:
+        return ""
+    instances = rented // best["chips_per_instance"]
+    return (
+        f" {best['instance_type']} is rented whole, {count(best['chips_per_instance'], 'chip')} each: "
+        f"{count(best['chips'], 'chip')} take {count(instances, 'instance')}, and all {rented:,} chips are billed."
+    )
+
+
 def _spot_reason(best: dict) -> str | None:
     """Spot chips can be taken back: what the plan assumes for that (``preemption_overhead``, from
     ``cost.preemption_overhead``) and what it means for the team."""
@@ -488,7 +500,9 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         f"Price: ${best['usd_per_chip_hour']:.2f} per chip-hour, {price_basis(best, 'the cheapest')} "
         f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({best['instance_type']}, "
         f"region {regions(best['region'])}); "
-        f"typical ${best['usd_per_chip_hour_typical']:.2f}; as of {age}{best['price_as_of']:%Y-%m}." + caveat
+        f"typical ${best['usd_per_chip_hour_typical']:.2f}; as of {age}{best['price_as_of']:%Y-%m}."
+        + _rented_words(best)
+        + caveat
     )
     reasons.append(_main_risk(best))
     bill = f" ({bill_words(best)})" if best["term_months"] else ""
@@ -506,7 +520,11 @@ def shortest_plan(scenario: Scenario, catalog: catalog_mod.Catalog | None = None
     precision, pricing), each checked by evaluating the relaxed scenario."""
     c = scenario.constraints
     free = dataclasses.replace(scenario, constraints=dataclasses.replace(c, deadline_days=None, budget_usd=None))
-    feasible = options.evaluate(free, catalog).filter(pl.col("feasible"))
+    # Without a deadline each accelerator is sized differently (a smaller, slower job can be cheaper), so the plans
+    # sized for the deadline that miss only it are candidates too: 70B on Trainium2 in 45 days missed by 1.3 days on
+    # 4,096 chips, yet "the fastest plan" was a 1,632-chip one finishing in 73 days.
+    late = options.evaluate(scenario, catalog).filter(pl.col("infeasible_code") == "past_deadline")
+    feasible = pl.concat([options.evaluate(free, catalog).filter(pl.col("feasible")), late], how="diagonal_relaxed")
     if feasible.height == 0:
         return ["No plan exists even without the deadline and budget: see the reasons above."]
     deadline = c.deadline_days if c.deadline_days is not None else math.inf
@@ -517,7 +535,7 @@ def shortest_plan(scenario: Scenario, catalog: catalog_mod.Catalog | None = None
     if quickest > deadline:
         lines += [
             f"Nothing finishes within {deadline:g} days. The fastest plan: {describe(fastest)}.",
-            f"Relax the deadline to about {math.ceil(fastest['finish_days'])} days for that plan"
+            f"Relax the deadline to about {count(math.ceil(fastest['finish_days']), 'day')} for that plan"
             + (
                 f"; {fastest['start_delay_days']:.0f} of them are porting before training can start (start the port "
                 "now, or pick a platform your team already runs on, to win them back)."
