@@ -562,7 +562,7 @@ def _records(frame: pl.DataFrame) -> list[dict]:
 HOURS_BASIS = {
     "on-demand": "the run's hours, pay as you go",
     "spot": "the run's hours, pay as you go (spot)",
-    "capacity-block": "the run's hours, booked ahead as a capacity block",
+    "capacity-block": "the capacity block that covers the run, booked ahead (whole days to 14, whole weeks beyond)",
     # data/prices.csv: a 'from' price for a reservation whose term the rate card does not state
     "reserved-contract": "the run's hours at a reserved-contract rate (the contract's minimum term is not stated: "
     "confirm it)",

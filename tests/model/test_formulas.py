@@ -123,3 +123,15 @@ def test_a_commitment_bills_whole_terms_even_for_a_run_that_outlasts_one():
     billed = frame.select(cost.billed_chip_hours(pl.lit(2.0), pl.col("wall"), pl.col("pricing")))[:, 0].to_list()
     # half a year and a full year: one term; 1.3 years: two whole terms; on demand: the run's own hours
     assert billed == pytest.approx([2 * HOURS_PER_YEAR, 2 * HOURS_PER_YEAR, 4 * HOURS_PER_YEAR, HOURS_PER_YEAR])
+
+
+@pytest.mark.parametrize(
+    ("run_days", "block_days"), [(0.2, 1), (1.0, 1), (3.4, 4), (14.0, 14), (14.1, 21), (37.6, 42), (180.0, 182)]
+)
+def test_a_capacity_block_bills_the_block_that_covers_the_run(run_days, block_days):
+    # AWS sells capacity blocks in whole days up to 14 and whole weeks beyond, up to 182 days (182 = 26 weeks).
+    from workbook.model import cost
+
+    frame = pl.DataFrame({"wall": [run_days * 24], "pricing": ["capacity-block"]})
+    billed = frame.select(cost.billed_chip_hours(pl.lit(8.0), pl.col("wall"), pl.col("pricing"))).item()
+    assert billed == pytest.approx(8 * block_days * 24)

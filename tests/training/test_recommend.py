@@ -360,3 +360,19 @@ def test_an_instance_rented_whole_bills_all_its_chips():
     assert full["rented_chips"] == 16 and full["compute_cost_usd"] == pytest.approx(
         16 * full["train_days"] * 24 * full["usd_per_chip_hour"], rel=1e-6
     )
+
+
+def test_a_capacity_block_run_is_billed_its_whole_block_and_says_so():
+    # 70B on 1.4T tokens on 512 H100s: 37.6 days of training buy a 42-day block (1-day steps to 14 days, then weeks).
+    s = Scenario(
+        model=ModelSpec.preset("llama3-70b"),
+        tokens=1.4e12,
+        chips=512,
+        accelerators=("h100-sxm",),
+        pricing=("capacity-block",),
+    )
+    rec = recommend.recommend(options.evaluate(s), "pytorch")
+    best = rec.best
+    block_days = math.ceil(best["train_days"] / 7) * 7
+    assert best["chip_hours"] == pytest.approx(512 * block_days * 24)
+    assert f"take a {block_days}-day block" in next(r for r in rec.reasons if r.startswith("Capacity block:"))

@@ -17,6 +17,10 @@ from workbook.model.units import HOURS_PER_MONTH
 
 TERM_MONTHS = {"commit-1y": 12, "commit-3y": 36}
 CAPACITY_BLOCK_MAX_DAYS = 182  # AWS EC2 Capacity Blocks for ML: 1 to 182 days
+# ... bought "in 1-day increments up to 14 days, and in 7-day increments up to 182 days" (EC2 API reference,
+# DescribeCapacityBlockOfferings, CapacityDurationHours), paid up front: a run is billed the block that covers it.
+CAPACITY_BLOCK_DAILY_UP_TO_DAYS = 14
+CAPACITY_BLOCK_WEEKLY_STEP_DAYS = 7
 # Spot at scale: beyond these a long synchronous job on spot is not a plan (no cloud documents spot capacity of
 # thousands of accelerators held for weeks; each node loss stops every chip). Judgement, stated in the reason.
 SPOT_PRACTICAL_MAX_CHIPS = 1024
@@ -40,11 +44,31 @@ def term_months(pricing_model: pl.Expr) -> pl.Expr:
     return pricing_model.replace_strict(TERM_MONTHS, default=None, return_dtype=pl.Int64)
 
 
+def capacity_block_hours(wall_hours: pl.Expr) -> pl.Expr:
+    """Hours of the shortest capacity block that covers a run: whole days up to 14, whole weeks beyond
+    (:data:`CAPACITY_BLOCK_DAILY_UP_TO_DAYS`): 37.6 days buy a 42-day block."""
+    days = wall_hours / 24
+    step = (
+        pl.when(days <= CAPACITY_BLOCK_DAILY_UP_TO_DAYS)
+        .then(pl.lit(1.0))
+        .otherwise(float(CAPACITY_BLOCK_WEEKLY_STEP_DAYS))
+    )
+    return (days / step).ceil().clip(1) * step * 24
+
+
 def billed_chip_hours(chips: pl.Expr, wall_hours: pl.Expr, pricing_model: pl.Expr) -> pl.Expr:
-    """Chip-hours the cloud bills: the run's hours, or for a commitment its whole term, or as many whole terms as
-    the run needs when it outlasts one (a commitment is bought in terms, not by the hour)."""
+    """Chip-hours the cloud bills: the run's hours; for a commitment its whole term, or as many whole terms as the
+    run needs when it outlasts one (a commitment is bought in terms, not by the hour); for a capacity block the
+    block that covers the run (:func:`capacity_block_hours`)."""
     term = term_months(pricing_model).cast(pl.Float64) * HOURS_PER_MONTH
-    return chips * pl.when(term.is_null()).then(wall_hours).otherwise((wall_hours / term).ceil().clip(1) * term)
+    hours = (
+        pl.when(pricing_model == "capacity-block")
+        .then(capacity_block_hours(wall_hours))
+        .when(term.is_null())
+        .then(wall_hours)
+        .otherwise((wall_hours / term).ceil().clip(1) * term)
+    )
+    return chips * hours
 
 
 def energy_kwh(chips, watts, hours, host_power_factor, pue):

@@ -216,6 +216,17 @@ def _rented_words(best: dict) -> str:
     )
 
 
+def _block_reason(best: dict) -> str | None:
+    """A capacity block is bought whole (whole days to 14, whole weeks beyond: ``cost.capacity_block_hours``)."""
+    if best["pricing_model"] != "capacity-block":
+        return None
+    block_days = best["chip_hours"] / best["rented_chips"] / 24
+    return (
+        f"Capacity block: {days(best['train_days'])} of training take a {block_days:,.0f}-day block, booked ahead and "
+        "billed whole (AWS sells them in whole days up to 14, whole weeks beyond, up to 182 days)."
+    )
+
+
 def _spot_reason(best: dict) -> str | None:
     """Spot chips can be taken back: what the plan assumes for that (``preemption_overhead``, from
     ``cost.preemption_overhead``) and what it means for the team."""
@@ -483,7 +494,14 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         reasons.append(near)
     reasons.append(_framework_reason(best, team_framework, platform))
     reasons.extend(
-        line for line in (_commitment_reason(best, frame), _contract_reason(best, frame), _spot_reason(best)) if line
+        line
+        for line in (
+            _commitment_reason(best, frame),
+            _contract_reason(best, frame),
+            _block_reason(best),
+            _spot_reason(best),
+        )
+        if line
     )
     reasons.append(
         f"Memory fits: {gigabytes(best['memory_per_chip_gb'])} needed per chip of {gigabytes(best['hbm_gb'])} "
