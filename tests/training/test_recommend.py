@@ -376,3 +376,38 @@ def test_a_capacity_block_run_is_billed_its_whole_block_and_says_so():
     block_days = math.ceil(best["train_days"] / 7) * 7
     assert best["chip_hours"] == pytest.approx(512 * block_days * 24)
     assert f"take a {block_days}-day block" in next(r for r in rec.reasons if r.startswith("Capacity block:"))
+
+
+def test_the_main_risk_says_no_run_calibrates_a_chip_only_where_none_does():
+    # FP8 on H100 is its measured BF16 base x the family's paired FP8 speed-up: calibrated, not a proxy; H800's base
+    # is a proxy of H100's (judgement), so its card says so.
+    assert not recommend._uncalibrated(
+        "FP8 1.48x the BF16 rate (median of 2 paired run(s) on this family); BF16 base: median of 6 run(s): a, b"
+    )
+    assert not recommend._uncalibrated("no paired INT8 training runs: BF16 rate; BF16 base: median of 2 run(s): a")
+    assert recommend._uncalibrated("FP8 1.48x the BF16 rate (...); BF16 base: proxy: h100-sxm x 0.95 (judgement)")
+    assert recommend._uncalibrated("no published runs and no proxy: median of all calibrated chips")
+    s = Scenario(
+        model=ModelSpec.preset("llama3-70b"), tokens=2e12, chips=1024, accelerators=("h100-sxm",), precision="fp8"
+    )
+    rec = recommend.recommend(options.evaluate(s), "pytorch")
+    assert not any(r.startswith("Main risk: speed") for r in rec.reasons), rec.reasons
+
+
+def test_an_accelerator_ruled_out_shows_its_nearest_miss():
+    # 70B on 15T tokens in 60 days: an A100 read "finishes in 2,675 days on 256 chips" (its spot option) while its
+    # committed thousands of chips finish in months.
+    from workbook.training.scenario import TODAYS_PRACTICE_TOKENS
+
+    s = Scenario(
+        model=ModelSpec.preset("llama3-70b"),
+        tokens=TODAYS_PRACTICE_TOKENS,
+        days=60,
+        accelerators=("a100-80gb", "b200"),
+        constraints=Constraints(deadline_days=60),
+    )
+    frame = options.evaluate(s)
+    _, blocked = recommend.rank_per_accelerator(frame, "cost_usd")
+    reason = blocked.filter(pl.col("accelerator_id") == "a100-80gb")["reason"].item()
+    a100 = frame.filter((pl.col("accelerator_id") == "a100-80gb") & (pl.col("infeasible_code") == "past_deadline"))
+    assert f"finishes in {a100['finish_days'].min():.1f} days" in reason, reason
