@@ -178,7 +178,11 @@ def _scenario_flags(
         "(Llama 3 8B/70B and 3.1 405B were trained on ~15T)",
     )
     p.add_argument("--active-params", type=_positive("--active-params"), help="active parameters per token (MoE)")
-    p.add_argument("--seq-len", type=_positive("--seq-len", integer=True), help="sequence length (default 4096)")
+    p.add_argument(
+        "--seq-len",
+        type=_positive("--seq-len", integer=True),
+        help="sequence length (default: the model's own with --model or --config, 4096 with --params)",
+    )
     if single:
         p.add_argument("--accelerator", required=True, help="accelerator id (see `accelerators`)")
     group = p.add_mutually_exclusive_group()
@@ -386,6 +390,10 @@ def _model(args) -> ModelSpec:
     given = [flag for flag in ("params", "model", "config") if getattr(args, flag, None) is not None]
     if len(given) != 1:
         raise InputError("--params", "give exactly one of --params, --model, --config")
+    if getattr(args, "active_params", None) is not None and given != ["params"]:
+        raise InputError(
+            "--active-params", f"goes with --params only: --{given[0]} states the model's own active parameters"
+        )
     seq_len = getattr(args, "seq_len", None)
     try:
         if given == ["model"]:

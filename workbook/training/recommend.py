@@ -454,12 +454,14 @@ def rank_per_accelerator(frame: pl.DataFrame, cost: str) -> tuple[list[dict], pl
     read "finishes in 2,675 days" (256 spot chips) where 4,480 committed ones finish in 142."""
     feasible = frame.filter(pl.col("feasible")).sort(cost, maintain_order=True)
     per_chip = feasible.unique(subset="accelerator_id", keep="first", maintain_order=True)
-    near = pl.col("infeasible_code").is_in(NEAR_MISS_CODES)
+    # (a serving frame has neither codes nor finishing days: its first option per accelerator)
+    near = pl.col("infeasible_code").is_in(NEAR_MISS_CODES) if "infeasible_code" in frame.columns else pl.lit(False)
+    keys = [k for k in ("_near", "finish_days", cost) if k == "_near" or k in frame.columns]
     blocked = (
         frame.filter(~pl.col("accelerator_id").is_in(per_chip["accelerator_id"].implode()))
         .with_columns(_near=near.fill_null(False), _order=pl.int_range(pl.len()))
         .with_columns(_first=pl.col("_order").min().over("accelerator_id"))  # accelerators keep the frame's order
-        .sort(["_near", "finish_days", cost, "_order"], descending=[True, False, False, False], nulls_last=True)
+        .sort([*keys, "_order"], descending=[True] + [False] * len(keys), nulls_last=True)
         .group_by("accelerator_id")
         .first()
         .sort("_first")
