@@ -107,6 +107,9 @@ FLAG_OF_FIELD = {
 MODEL_FLAG_FIELDS = ("params", "active_params", "seq_len", "model", "config")  # ModelSpec fields given by a flag
 
 
+NO_PLAN = 1  # exit status of train, compare and serve when no option meets the constraints (bad input: 2)
+
+
 class UsageError(Exception):
     """Raised instead of argparse's own exit so every bad flag gets the same one-line treatment."""
 
@@ -655,7 +658,7 @@ def run(argv: list[str]) -> int:
         scenario = _serve_scenario(args, cat)
         frame = serving.evaluate_serving(scenario, cat)
         print(_serve_output(frame, scenario, args.command == "serve", args.json))
-        return 0
+        return 0 if frame["feasible"].any() else NO_PLAN
     scenario = _scenario(args, cat)
     frame = options.evaluate(scenario, cat)
     rows = frame.head(1) if args.command == "train" else frame
@@ -669,7 +672,7 @@ def run(argv: list[str]) -> int:
     else:
         print(summary + "\n")
         print(_table(rows))
-    return 0
+    return 0 if frame["feasible"].any() else NO_PLAN
 
 
 def _summary(scenario: Scenario, frame: pl.DataFrame, cat: catalog_mod.Catalog) -> str:
