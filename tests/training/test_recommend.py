@@ -411,3 +411,14 @@ def test_an_accelerator_ruled_out_shows_its_nearest_miss():
     reason = blocked.filter(pl.col("accelerator_id") == "a100-80gb")["reason"].item()
     a100 = frame.filter((pl.col("accelerator_id") == "a100-80gb") & (pl.col("infeasible_code") == "past_deadline"))
     assert f"finishes in {a100['finish_days'].min():.1f} days" in reason, reason
+
+
+def test_a_chip_without_a_price_still_says_how_long_it_would_train():
+    # DeepSeek-V3 on 2,048 H800s: no H800 price in the data, but the estimate (close to DeepSeek's reported run) is
+    # computed; the card showed only the missing price.
+    s = Scenario(
+        model=ModelSpec.preset("deepseek-v3"), tokens=14.8e12, chips=2048, accelerators=("h800",), precision="fp8"
+    )
+    row = options.evaluate(s).row(0, named=True)
+    assert row["infeasible_code"] == "no_price"
+    assert f"it would train in {row['train_days']:.1f} days on 2,048 chips" in row["infeasible_reason"]

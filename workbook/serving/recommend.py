@@ -431,8 +431,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         _latency_line(best, scenario),
         _stack_line(best, scenario),
         f"Memory per chip: {gigabytes(best['memory_per_chip_gb'])} of {gigabytes(best['hbm_gb'])} "
-        f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])} for the "
-        f"{_mean_count(best['sequences'])} sequences in flight on average{_spread_words(scenario)}).",
+        f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])}: its share of the "
+        f"{_mean_count(best['sequences'])} sequences in flight on average in each replica{_spread_words(scenario)}).",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, {price_basis(best)} "
         f"as of {best['price_as_of']:%Y-%m}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
         f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.",

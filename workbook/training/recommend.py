@@ -359,8 +359,9 @@ def _capacity_doubts(best: dict) -> list[str]:
     why = []
     ceiling = best.get("capacity_max_chips")
     if catalog_mod.capacity_to_confirm(best["chips"], ceiling):
+        share = "all" if ceiling is not None and best["chips"] >= ceiling else "over half"
         why.append(
-            f"a large order, over half of the {ceiling:,} chips {best['cloud']} rents at once without a reservation"
+            f"a large order, {share} of the {ceiling:,} chips {best['cloud']} rents at once without a reservation"
             if ceiling is not None
             else "a large order"
         )
