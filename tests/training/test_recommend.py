@@ -314,7 +314,7 @@ def test_a_reserved_contract_says_its_term_is_unstated_and_names_the_option_with
     hourly = (
         frame.filter(pl.col("feasible") & (pl.col("pricing_model") == "on-demand")).sort("cost_usd").row(0, named=True)
     )
-    assert f"The cheapest option without one: {recommend.describe(hourly)}" in line, line
+    assert f"The cheapest option without one: {recommend.describe(hourly)}; this plan is" in line, line
     on_demand = recommend.recommend(options.evaluate(dataclasses.replace(s, pricing=("on-demand",))), "pytorch")
     assert not any(r.startswith("Contract:") for r in on_demand.reasons)
 

@@ -193,15 +193,18 @@ def _contract_reason(best: dict, frame: pl.DataFrame) -> str | None:
         f"here for the run's {days(best['train_days'])} only; a minimum term longer than that, or a larger minimum "
         "order, bills more: confirm both before relying on this figure."
     )
-    open_market = frame.filter(
-        pl.col("feasible") & pl.col("term_months").is_null() & (pl.col("pricing_model") != "reserved-contract")
-    ).sort("cost_usd", maintain_order=True)
-    if open_market.height == 0:
-        return text + " No option without a contract meets the constraints."
-    other = open_market.row(0, named=True)
-    return (
-        text + f" The cheapest option without one: {describe(other)}, {_versus(best['cost_usd'], other['cost_usd'])}."
+    others = frame.filter(pl.col("feasible") & (pl.col("pricing_model") != "reserved-contract")).sort(
+        "cost_usd", maintain_order=True
     )
+    open_market = others.filter(pl.col("term_months").is_null())
+    if open_market.height:
+        other, words = open_market.row(0, named=True), "The cheapest option without one"
+    elif others.height:  # only published commitments, whose terms are known
+        other = others.row(0, named=True)
+        words = "No option without a contract meets the constraints; the cheapest on a published term"
+    else:
+        return text + " No other option meets the constraints."
+    return text + f" {words}: {describe(other)}; this plan is {_versus(best['cost_usd'], other['cost_usd'])}."
 
 
 def _rented_words(best: dict) -> str:
