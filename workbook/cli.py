@@ -119,16 +119,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _positive(flag: str, integer: bool = False):
+def _finite_number(flag: str, integer: bool = False):
+    """A parser of a finite number (a whole one where ``integer``): its range is the scenario's own check, whose
+    error names it, so the bounds live in one place."""
+
     def parse(text: str):
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} must be a number, got {text!r}") from None
         if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{flag} must be a finite number greater than 0, got {text!r}")
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{flag} must be greater than 0, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{flag} must be a finite number, got {text!r}")
         if integer:
             if value != int(value):
                 raise argparse.ArgumentTypeError(f"{flag} must be a whole number, got {text!r}")
@@ -154,7 +155,9 @@ def _base_url(text: str) -> str:
 
 def _model_flags(p: argparse.ArgumentParser) -> None:
     """The model: its parameter count, a preset or a Hugging Face config.json (exactly one: :func:`_model`)."""
-    p.add_argument("--params", type=_positive("--params"), help="total parameters, e.g. 70e9 (or --model/--config)")
+    p.add_argument(
+        "--params", type=_finite_number("--params"), help="total parameters, e.g. 70e9 (or --model/--config)"
+    )
     p.add_argument("--model", help="model preset: " + ", ".join(PRESETS) + ", generic-<params>")
     p.add_argument("--config", help="path of a Hugging Face config.json giving the model's shape")
 
@@ -166,12 +169,12 @@ def _scenario_flags(
     _model_flags(p)
     p.add_argument(
         "--global-batch-tokens",
-        type=_positive("--global-batch-tokens"),
+        type=_finite_number("--global-batch-tokens"),
         help="tokens per optimizer step (default grows with model size: 4M up to 70B, 16M at 405B)",
     )
     tokens = p.add_mutually_exclusive_group()
     tokens.add_argument(
-        "--tokens", type=_positive("--tokens"), help="training tokens (default: compute-optimal, 20 per parameter)"
+        "--tokens", type=_finite_number("--tokens"), help="training tokens (default: compute-optimal, 20 per parameter)"
     )
     tokens.add_argument(
         "--tokens-preset",
@@ -180,19 +183,19 @@ def _scenario_flags(
         help="compute-optimal: 20 tokens per parameter (Chinchilla); todays-practice: 15T tokens "
         "(Llama 3 8B/70B and 3.1 405B were trained on ~15T)",
     )
-    p.add_argument("--active-params", type=_positive("--active-params"), help="active parameters per token (MoE)")
+    p.add_argument("--active-params", type=_finite_number("--active-params"), help="active parameters per token (MoE)")
     p.add_argument(
         "--seq-len",
-        type=_positive("--seq-len", integer=True),
+        type=_finite_number("--seq-len", integer=True),
         help="sequence length (default: the model's own with --model or --config, 4096 with --params)",
     )
     if single:
         p.add_argument("--accelerator", required=True, help="accelerator id (see `accelerators`)")
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--chips", type=_positive("--chips", integer=True), help="chips to use")
+    group.add_argument("--chips", type=_finite_number("--chips", integer=True), help="chips to use")
     group.add_argument(
         "--days",
-        type=_positive("--days"),
+        type=_finite_number("--days"),
         help=f"days by which the run must be done, porting included (default {DEFAULT_TARGET_DAYS:g} "
         "unless --chips is given)",
     )
@@ -221,7 +224,7 @@ def _scenario_flags(
     )
     p.add_argument("--cloud", help="only this cloud (e.g. gcp, aws)")
     low, high = MFU_OVERRIDE_RANGE
-    p.add_argument("--mfu", type=_positive("--mfu"), help=f"override the calibrated MFU ({low:g}-{high:g})")
+    p.add_argument("--mfu", type=_finite_number("--mfu"), help=f"override the calibrated MFU ({low:g}-{high:g})")
     if json_output:
         p.add_argument("--json", action="store_true", help="print JSON")
     _prices_flag(p)
@@ -241,37 +244,37 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         choices=serving.KV_PRECISIONS,
         help="KV-cache precision (default: as --precision; fp8 for fp4, bf16 for int4)",
     )
-    p.add_argument("--prompt-tokens", type=_positive("--prompt-tokens", integer=True), default=1000)
-    p.add_argument("--output-tokens", type=_positive("--output-tokens", integer=True), default=300)
+    p.add_argument("--prompt-tokens", type=_finite_number("--prompt-tokens", integer=True), default=1000)
+    p.add_argument("--output-tokens", type=_finite_number("--output-tokens", integer=True), default=300)
     p.add_argument(
         "--prompt-tokens-p99",
-        type=_positive("--prompt-tokens-p99", integer=True),
+        type=_finite_number("--prompt-tokens-p99", integer=True),
         help="99th-percentile prompt length (default: every prompt is --prompt-tokens long)",
     )
     p.add_argument(
         "--output-tokens-p99",
-        type=_positive("--output-tokens-p99", integer=True),
+        type=_finite_number("--output-tokens-p99", integer=True),
         help="99th-percentile answer length (default: every answer is --output-tokens long); long answers stay "
         "in flight longer, so they hold more of the KV cache",
     )
     traffic = p.add_mutually_exclusive_group()
-    traffic.add_argument("--rps", type=_positive("--rps"), help="requests per second (default 1)")
-    traffic.add_argument("--tokens-per-day", type=_positive("--tokens-per-day"), help="output tokens per day")
+    traffic.add_argument("--rps", type=_finite_number("--rps"), help="requests per second (default 1)")
+    traffic.add_argument("--tokens-per-day", type=_finite_number("--tokens-per-day"), help="output tokens per day")
     p.add_argument(
         "--ttft-ms",
-        type=_positive("--ttft-ms"),
+        type=_finite_number("--ttft-ms"),
         default=2000.0,
         help="time-to-first-token target, 99th percentile (ms)",
     )
     p.add_argument(
         "--tpot-ms",
-        type=_positive("--tpot-ms"),
+        type=_finite_number("--tpot-ms"),
         default=50.0,
         help="time-per-output-token target, 99th percentile (ms)",
     )
     p.add_argument(
         "--headroom",
-        type=_positive("--headroom"),
+        type=_finite_number("--headroom"),
         default=serving.DEFAULT_HEADROOM,
         help="run replicas at most this fraction of their capacity (0.3-0.95, default 0.75)",
     )
@@ -303,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     _scenario_flags(sub.add_parser("train", help="one accelerator: chips, days, cost, memory"), single=True)
     serve = sub.add_parser("serve", help="one accelerator: replicas, chips, latency, USD per million tokens")
     _model_flags(serve)
-    serve.add_argument("--active-params", type=_positive("--active-params"))
+    serve.add_argument("--active-params", type=_finite_number("--active-params"))
     serve.add_argument("--accelerator", required=True)
     serve.add_argument(
         "--precision", choices=serving.WEIGHT_PRECISIONS, help=f"default {serving.DEFAULT_SERVE_PRECISION} (as the app)"
@@ -359,7 +362,9 @@ def _scenario(args, cat: catalog_mod.Catalog) -> Scenario:
         days = args.days if args.days is not None or args.chips is not None else DEFAULT_TARGET_DAYS
         return Scenario(
             model=model,
-            tokens=args.tokens or preset or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * model.params,
+            tokens=args.tokens
+            if args.tokens is not None
+            else preset or COMPUTE_OPTIMAL_TOKENS_PER_PARAM * model.params,
             framework=args.framework,
             current_platform=args.current_platform,
             precision=args.precision or "bf16",
@@ -403,7 +408,7 @@ def _model(args) -> ModelSpec:
             return ModelSpec.preset(args.model, seq_len)
         if given == ["config"]:
             return ModelSpec.from_hf_config(args.config, seq_len)
-        return ModelSpec.from_params(args.params, args.active_params, seq_len=seq_len or 4096)
+        return ModelSpec.from_params(args.params, args.active_params, seq_len=4096 if seq_len is None else seq_len)
     except InputError as err:
         if err.field in MODEL_FLAG_FIELDS:
             raise _flag_error(err) from None

@@ -230,7 +230,7 @@ def test_a_number_that_is_not_finite_is_said_to_be_so(cli, flag, text):
         f"{flag}={text}",
     )
     assert result.returncode == 2 and result.stderr.count("\n") == 1
-    assert flag in result.stderr and "finite number" in result.stderr and "greater than 0, got" in result.stderr
+    assert flag in result.stderr and "must be a finite number, got" in result.stderr
 
 
 def test_sequence_length_range_is_stated_and_its_ends_accepted(cli):
@@ -367,3 +367,21 @@ def test_json_writes_a_number_without_a_finite_value_as_null():
         "ttft_ms": None,
         "rows": [{"x": None}, 1.5],
     }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["serve", "--params", "7e9", "--accelerator", "h100-sxm", "--rps", "0"],
+        ["serve", "--params", "7e9", "--accelerator", "h100-sxm", "--prompt-tokens", "0"],
+        ["train", "--params", "0", "--accelerator", "h100-sxm"],
+        ["train", "--params", "7e9", "--accelerator", "h100-sxm", "--tokens", "0"],
+        ["train", "--params", "7e9", "--accelerator", "h100-sxm", "--seq-len", "0"],
+    ],
+)
+def test_a_value_out_of_range_is_told_the_whole_range(cli, args):
+    # "--rps must be greater than 0" left out the upper bound the scenario enforces; a 0 token count or sequence
+    # length was taken as "not given" and silently replaced by the default
+    out = cli(*args)
+    flag = args[args.index("0") - 1]
+    assert out.returncode == 2 and "must be between" in out.stderr and flag in out.stderr, out.stderr
