@@ -296,18 +296,19 @@ def test_the_batch_line_tells_a_raise_for_the_pipeline_from_whole_micro_batches(
     assert line(256, 1, 2) is None  # exactly the batch asked for
 
 
+def _llama70_on_h100(tokens: float, chips: int, pricing: tuple[str, ...]):
+    """Llama 3.1 70B on ``chips`` H100s under ``pricing``: the scenario, its options and its recommendation."""
+    s = Scenario(
+        model=ModelSpec.preset("llama3-70b"), tokens=tokens, chips=chips, accelerators=("h100-sxm",), pricing=pricing
+    )
+    frame = options.evaluate(s)
+    return s, frame, recommend.recommend(frame, "pytorch")
+
+
 def test_a_reserved_contract_says_its_term_is_unstated_and_names_the_option_without_one():
     # A reserved-contract rate is a 'from' price with no stated term, billed for the run's hours: on 256 H100s it
     # won a 2T-token 70B run with no word that a minimum term could bill more.
-    s = Scenario(
-        model=ModelSpec.preset("llama3-70b"),
-        tokens=2e12,
-        chips=256,
-        accelerators=("h100-sxm",),
-        pricing=("on-demand", "reserved-contract"),
-    )
-    frame = options.evaluate(s)
-    rec = recommend.recommend(frame, "pytorch")
+    s, frame, rec = _llama70_on_h100(2e12, 256, ("on-demand", "reserved-contract"))
     assert rec.best["pricing_model"] == "reserved-contract"
     line = next(r for r in rec.reasons if r.startswith("Contract:"))
     assert "term its rate card does not state" in line and "confirm" in line
@@ -364,14 +365,7 @@ def test_an_instance_rented_whole_bills_all_its_chips():
 
 def test_a_capacity_block_run_is_billed_its_whole_block_and_says_so():
     # 70B on 1.4T tokens on 512 H100s: 37.6 days of training buy a 42-day block (1-day steps to 14 days, then weeks).
-    s = Scenario(
-        model=ModelSpec.preset("llama3-70b"),
-        tokens=1.4e12,
-        chips=512,
-        accelerators=("h100-sxm",),
-        pricing=("capacity-block",),
-    )
-    rec = recommend.recommend(options.evaluate(s), "pytorch")
+    _, _, rec = _llama70_on_h100(1.4e12, 512, ("capacity-block",))
     best = rec.best
     block_days = math.ceil(best["train_days"] / 7) * 7
     assert best["chip_hours"] == pytest.approx(512 * block_days * 24)
