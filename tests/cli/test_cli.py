@@ -143,6 +143,8 @@ def test_compare_lists_options_and_accelerators_lists_ids(cli):
         (["train", "--params", "7e9", "--accelerator", "h100-sxm", "--framework", "mxnet"], "--framework"),
         (["train", "--params", "7e9", "--accelerator", "h100-sxm", "--cloud", "nowhere"], "--cloud"),
         (["train", "--params", "7e9", "--active-params", "8e9", "--accelerator", "h100-sxm"], "--active-params"),
+        # the size typed into a generic preset's name is that flag's, not --params's
+        (["train", "--model", "generic-0", "--accelerator", "h100-sxm"], "--model"),
         # a preset states its own active parameters: the flag is refused, not dropped
         (
             ["train", "--model", "deepseek-v3", "--active-params", "10e9", "--accelerator", "h100-sxm"],

@@ -170,7 +170,12 @@ class ModelSpec:
                 params = float(name.removeprefix("generic-"))
             except ValueError:
                 raise InputError("model", f"generic preset needs a number, e.g. generic-7e9, got {name!r}") from None
-            return cls.from_params(params, seq_len=seq_len or 4096)
+            try:
+                return cls.from_params(params, seq_len=4096 if seq_len is None else seq_len)
+            except InputError as err:  # the user typed the size into the preset's name, not --params
+                if err.field != "params":
+                    raise
+                raise InputError("model", f"generic-<params>: the size {err.message}") from None
         if name not in PRESETS:
             raise InputError("model", f"unknown preset {name!r}; accepted: {', '.join(PRESETS)}, generic-<params>")
         spec = PRESETS[name]
