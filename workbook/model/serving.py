@@ -543,7 +543,7 @@ def slot_wait_percentile_seconds(
     return _log(_maximum(waiting / (1 - percentile), 1.0)) / rate
 
 
-POISSON_QUANTILE_TERMS = 24  # counts tried by :func:`poisson_quantile`; beyond, the normal form is the larger
+POISSON_QUANTILE_TERMS = 48  # counts tried by :func:`poisson_quantile`; beyond, the normal form is the larger
 
 
 def _poisson_cdf(k: int, mean: float) -> float:
@@ -568,26 +568,30 @@ def _poisson_thresholds(percentile: float) -> tuple[float, ...]:
     return tuple(thresholds)
 
 
-def poisson_quantile(mean, percentile=LATENCY_PERCENTILE):
-    """The smallest count k with P(N <= k) >= ``percentile`` for N Poisson of ``mean``, up to
+def poisson_quantile(mean, percentile=LATENCY_PERCENTILE, growth=0.0):
+    """The smallest count k with P(N <= k) >= ``percentile`` for N Poisson of ``mean`` + k x ``growth``, up to
     ``POISSON_QUANTILE_TERMS`` (zero while exp(-mean) >= percentile: fewer than 1 - percentile see any): the number
-    of the steps' means (:func:`_poisson_thresholds`) below ``mean``."""
+    of k whose mean + k x growth is above the mean at which the quantile steps from k to k + 1
+    (:func:`_poisson_thresholds`). ``growth`` < 1: a count that draws more of itself, as each long prompt a request
+    meets stretches its lifetime and so the prompts it meets (0: a plain Poisson quantile)."""
     thresholds = _poisson_thresholds(percentile)
-    if not isinstance(mean, pl.Expr):
-        return sum(mean > m for m in thresholds)
-    return pl.sum_horizontal((mean > m).cast(pl.Float64) for m in thresholds)
+    if not isinstance(mean, pl.Expr) and not isinstance(growth, pl.Expr):
+        return sum(mean + k * growth > m for k, m in enumerate(thresholds))
+    return pl.sum_horizontal((mean + k * growth > m).cast(pl.Float64) for k, m in enumerate(thresholds))
 
 
-def compound_poisson_excess(count_mean, size_mean, size_squared, percentile=LATENCY_PERCENTILE):
+def compound_poisson_excess(count_mean, size_mean, size_squared, percentile=LATENCY_PERCENTILE, growth=0.0):
     """Excess over its mean, at ``percentile``, of a sum of N sizes, N Poisson of ``count_mean`` and the sizes
     independent with mean ``size_mean`` and second moment ``size_squared``: the normal form z sqrt(mean E[X^2]),
     but at least the count's own percentile of mean sizes (k_p - mean) E[X], and none where fewer than
     1 - percentile of the sums hold any size at all (k_p = 0). The normal form alone puts a tail on sums that are
     almost always empty (a 100k-token prompt arriving in 0.08% of the steps gave every step's 99th percentile
     a tenth of its prefill) and understates sparse ones (at 0.25 prompts a request's lifetime, a quarter of one
-    prompt where 2.5% of requests meet two)."""
-    k = poisson_quantile(count_mean, percentile)
-    normal = _z(percentile) * _sqrt(count_mean * size_squared)
+    prompt where 2.5% of requests meet two). ``growth`` u: each size met draws u more on average
+    (:func:`poisson_quantile`), so the normal form grows by 1 / (1 - u) and the count's percentile is the
+    self-consistent one."""
+    k = poisson_quantile(count_mean, percentile, growth)
+    normal = _z(percentile) * _sqrt(count_mean * size_squared) / (1 - growth)
     excess = _maximum(normal, (k - count_mean) * size_mean)
     if isinstance(excess, pl.Expr):
         return pl.when(k > 0).then(excess).otherwise(0.0)
@@ -611,9 +615,9 @@ def prefill_burst_seconds(
     Negligible for Llama 2 70B's 222-token prompts with hundreds in flight; for Llama 3.1 405B's 9,400-token prompts
     with a dozen in flight it doubles the excess of the 99th percentile, toward the engine's simulation
     (:mod:`workbook.serving.simulation`) and the published results (99th percentile 1.2-1.8x the mean)."""
-    tokens = compound_poisson_excess(sequences, prompt_tokens, prompt_tokens_squared, percentile)
     share = prefill_load.clip(upper_bound=0.99) if isinstance(prefill_load, pl.Expr) else min(prefill_load, 0.99)
-    return prefill_per_token_s * tokens / (output_tokens * (1 - share))
+    tokens = compound_poisson_excess(sequences, prompt_tokens, prompt_tokens_squared, percentile, share)
+    return prefill_per_token_s * tokens / output_tokens
 
 
 def one_step_percentile_seconds(
