@@ -413,6 +413,8 @@ def test_a_chip_without_a_price_still_says_how_long_it_would_train():
     s = Scenario(
         model=ModelSpec.preset("deepseek-v3"), tokens=14.8e12, chips=2048, accelerators=("h800",), precision="fp8"
     )
-    row = options.evaluate(s).row(0, named=True)
+    frame = options.evaluate(s)
+    row = frame.row(0, named=True)
     assert row["infeasible_code"] == "no_price"
-    assert f"it would train in {row['train_days']:.1f} days on 2,048 chips" in row["infeasible_reason"]
+    card = recommend.recommend(frame, "pytorch").reasons[0]
+    assert f"(it would train in {row['train_days']:.1f} days on 2,048 chips: give your own price" in card, card

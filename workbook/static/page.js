@@ -74,7 +74,8 @@ export function start(D, render) {
       if (shown.has(acc)) continue;
       const [code, text] = row.length > 2 ? [""] : D.reasons[row[1]];
       const name = D.accelerators[acc][0];
-      const reason = D.price_independent_codes.includes(code) ? text : `no ${s.pricing} price for ${name} in the dataset`;
+      const where = s.cloud === "any" ? "" : ` on ${s.cloud}`;
+      const reason = D.price_independent_codes.includes(code) ? text : `no ${s.pricing} price for ${name}${where} in the dataset`;
       blocked.push({ name, kind: D.accelerators[acc][1], acc, cloud: null, pricing_model: s.pricing,
         usd_per_chip_hour: null, reason });
     }

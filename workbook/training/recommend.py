@@ -469,15 +469,29 @@ def rank_per_accelerator(frame: pl.DataFrame, cost: str) -> tuple[list[dict], pl
         .group_by("accelerator_id")
         .first()
         .sort("_first")
-        .select("accelerator_id", "name", pl.col("infeasible_reason").alias("reason"))
+        .select(
+            "accelerator_id",
+            "name",
+            pl.col("infeasible_reason").alias("reason"),
+            *(c for c in ("infeasible_code", "train_days", "chips") if c in frame.columns),
+        )
     )
     return per_chip.to_dicts(), blocked
 
 
 def none_feasible(blocked: pl.DataFrame, what: str) -> str:
-    """'No option meets the <what>.' and why, for the first four accelerators."""
-    why = "; ".join(f"{r['name']}: {r['reason']}" for r in blocked.head(4).to_dicts())
-    return f"No option meets the {what}. {why}"
+    """'No option meets the <what>.' and why, for the first four accelerators; for one with no price, how long it
+    would train all the same (computed, only not costed), so a price of the team's own completes the answer."""
+
+    def why(r: dict) -> str:
+        if r.get("infeasible_code") != "no_price" or r.get("train_days") is None:
+            return r["reason"]
+        return (
+            f"{r['reason']} (it would train in {days(r['train_days'])} on {count(r['chips'], 'chip')}: give your own "
+            "price to cost it)"
+        )
+
+    return f"No option meets the {what}. " + "; ".join(f"{r['name']}: {why(r)}" for r in blocked.head(4).to_dicts())
 
 
 def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: str = "nvidia") -> Recommendation:

@@ -60,20 +60,11 @@ def rules_for(s: Scenario) -> list[Rule]:
         Rule(
             "no_price",
             pl.col("price_rows").is_null(),
-            pl.concat_str(
-                pl.format(
-                    "no {} price for {}{} in the dataset",
-                    pl.lit(" / ".join(s.pricing)),
-                    pl.col("name"),
-                    pl.lit(f" on {' / '.join(s.constraints.clouds)}" if s.constraints.clouds else ""),
-                ),
-                # what it would take is computed all the same: say it, so a price of the team's own completes it
-                pl.format(
-                    " (it would train in {} days on {} chips: give your own price to cost it)",
-                    pl.col("train_days").round(1),
-                    grouped(pl.col("chips")),
-                ),
-                ignore_nulls=True,
+            pl.format(
+                "no {} price for {}{} in the dataset",
+                pl.lit(" / ".join(s.pricing)),
+                pl.col("name"),
+                pl.lit(f" on {' / '.join(s.constraints.clouds)}" if s.constraints.clouds else ""),
             ),
         ),
         Rule(
