@@ -337,7 +337,7 @@ def what_targets_cost(at: pl.DataFrame, s: ServeScenario, demand_rps: float) -> 
     headroom target's load (:func:`_relaxed_replicas` of them, ``relaxed_chips``): its p99 latencies there, rounded
     up, where they exceed their targets (``relaxed_ttft_ms``, ``relaxed_tpot_ms``, in words ``relaxed_targets``):
     the loosest targets that fleet needs, what the user's cost. Read at the headroom load instead, they overstated
-    the loosening 2.5-4x (70B on H100, a 4 ms per-token target: 37 ms said, where 8.5 ms needs the same 8 chips).
+    the loosening 2.5-4x (70B on H100, a 4 ms per-token target: 37 ms said, where 8.6 ms gets the same 8 chips).
     Null where the replica runs at the headroom anyway or could not (memory, the step's token budget): then no
     latency target is the limit. Targets at least that loose need at most ``relaxed_chips``."""
     targets = (("ttft_ms", s.ttft_ms), ("tpot_ms", s.tpot_ms))
