@@ -685,7 +685,7 @@ def _summary(scenario: Scenario, frame: pl.DataFrame, cat: catalog_mod.Catalog) 
     rec = recommend(frame, scenario.framework, scenario.current_platform)
     lines = [f"Model: {present.model_words(scenario.model)}", rec.headline, *(f"- {r}" for r in rec.reasons)]
     if rec.best is None and scenario.constraints.deadline_days is not None:
-        lines += [f"- {r}" for r in shortest_plan(scenario, cat)]
+        lines += [f"- {r}" for r in shortest_plan(scenario, cat, frame)]
     return "\n".join(lines)
 
 

@@ -304,7 +304,7 @@ class TrainView:
         self.frame = frame
         rec = recommend(frame, scenario.framework, scenario.current_platform)
         if rec.best is None:  # nothing meets the deadline: the fastest plan and what to relax
-            rec = dataclasses.replace(rec, reasons=rec.reasons + shortest_plan(scenario, self.catalog))
+            rec = dataclasses.replace(rec, reasons=rec.reasons + shortest_plan(scenario, self.catalog, frame))
         self.card.value = views.recommendation(rec)
         self.table.value = views.option_table(frame.select(options.OUTPUT_COLUMNS))
         # Only the data changes: each chart's spec was built once (see workbook.charts.common).

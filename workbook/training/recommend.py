@@ -570,15 +570,19 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     return Recommendation(best, runners, blocked, reasons, headline)
 
 
-def shortest_plan(scenario: Scenario, catalog: catalog_mod.Catalog | None = None) -> list[str]:
+def shortest_plan(
+    scenario: Scenario, catalog: catalog_mod.Catalog | None = None, frame: pl.DataFrame | None = None
+) -> list[str]:
     """When nothing meets the deadline: the fastest plan without it, and what to relax (days, budget, cloud,
-    precision, pricing), each checked by evaluating the relaxed scenario."""
+    precision, pricing), each checked by evaluating the relaxed scenario. ``frame``: the scenario's own options
+    where the caller has them (else evaluated here)."""
     c = scenario.constraints
     free = dataclasses.replace(scenario, constraints=dataclasses.replace(c, deadline_days=None, budget_usd=None))
     # Without a deadline each accelerator is sized differently (a smaller, slower job can be cheaper), so the plans
     # sized for the deadline that miss only it are candidates too: 70B on Trainium2 in 45 days missed by 1.3 days on
     # 4,096 chips, yet "the fastest plan" was a 1,632-chip one finishing in 73 days.
-    late = options.evaluate(scenario, catalog).filter(pl.col("infeasible_code") == "past_deadline")
+    own = options.evaluate(scenario, catalog) if frame is None else frame
+    late = own.filter(pl.col("infeasible_code") == "past_deadline")
     feasible = pl.concat([options.evaluate(free, catalog).filter(pl.col("feasible")), late], how="diagonal_relaxed")
     if feasible.height == 0:
         return ["No plan exists even without the deadline and budget: see the reasons above."]
