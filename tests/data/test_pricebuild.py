@@ -242,3 +242,15 @@ def test_shipped_h100_nvl_prices_are_azures_per_card():
     # Standard_NC80adis_H100_v5: two cards at $13.96 an hour in eastus
     eastus = rows.filter(pl.col("region") == "eastus").row(0, named=True)
     assert eastus["usd_per_chip_hour"] == pytest.approx(13.96 / 2) and eastus["chips_per_instance"] == 2
+
+
+def test_aws_rates_per_chip_are_of_whole_instances():
+    # AWS reserves Capacity Blocks in instances or whole UltraServers, never single GPUs: a rate published per
+    # chip-hour for a named instance is billed for all of its chips
+    prices = catalog.load().prices.filter((pl.col("cloud") == "aws") & ~pl.col("excluded"))
+    chips = dict(prices.select("instance_type", "chips_per_instance").unique().iter_rows())
+    assert chips["u-p6e-gb200x72 (72 GPUs)"] == 72 and chips["p6-b200.48xlarge"] == 8  # the name; B200's node
+    assert chips["p5.48xlarge"] == 8 and chips["trn2.48xlarge"] == 16  # the extracts' rows of the same instance
+    assert (prices["price_basis"] != "per chip-hour as published").all()
+    quotes = catalog.load().price_quotes(("capacity-block",), ("aws",))
+    assert quotes["whole_node"].all()

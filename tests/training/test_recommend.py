@@ -372,6 +372,19 @@ def test_a_capacity_block_run_is_billed_its_whole_block_and_says_so():
     assert f"take a {block_days}-day block" in next(r for r in rec.reasons if r.startswith("Capacity block:"))
 
 
+def test_gb200_capacity_blocks_rent_whole_ultraservers():
+    # AWS sells GB200 capacity blocks as u-p6e-gb200x72 UltraServers (72 GPUs): 1,000 chips rent 14 of them
+    s = Scenario(
+        model=ModelSpec.from_params(70e9), tokens=2e12, chips=1000, accelerators=("gb200",), pricing=("capacity-block",)
+    )
+    rec = recommend.recommend(options.evaluate(s), "pytorch")
+    best = rec.best
+    assert best["rented_chips"] == 1008 and best["chip_hours"] == pytest.approx(1008 * 10 * 24)
+    assert "1,000 chips take 14 instances, and all 1,008 chips are billed" in next(
+        r for r in rec.reasons if r.startswith("Price:")
+    )
+
+
 def test_the_main_risk_says_no_run_calibrates_a_chip_only_where_none_does():
     # FP8 on H100 is its measured BF16 base x the family's paired FP8 speed-up: calibrated, not a proxy; H800's base
     # is a proxy of H100's (judgement), so its card says so.

@@ -46,10 +46,12 @@ DATA_DIR = shipped.path("data", "data")  # the tables in the installed package, 
 PRICE_KEY = ["accelerator_id", "cloud", "region", "instance_type", "pricing_model"]
 OVERRIDE_KEY = ["accelerator_id", "cloud", "pricing_model"]
 ANY_REGION = "any"
+WHOLE_INSTANCE_BASIS = "per chip-hour of an instance rented whole"  # AWS's per-GPU rates (pricebuild)
 WHOLE_NODE_BASES = (  # see pricebuild: an instance price / chips in each (after a published cut, for the third)
     "instance price / chips",
     "GPU + host VM",
     "list price x published cut factor",
+    WHOLE_INSTANCE_BASIS,
 )
 
 

@@ -417,7 +417,40 @@ def _flag(frame: pl.DataFrame, condition: pl.Expr, flag: str) -> pl.DataFrame:
     )
 
 
+def _whole_instances(frame: pl.DataFrame) -> pl.DataFrame:
+    """AWS sells instances whole, under every pricing model: a Capacity Block reserves instances (up to 64 per block)
+    or whole UltraServers (u-p6e-gb200x72: 72 GPUs joined by NVLink), never single GPUs (EC2 User Guide, 'Capacity
+    Blocks for ML'; EC2 API reference, CapacityBlock), and savings plans and reserved instances cover instances. So a
+    rate published per chip-hour for a named AWS instance is a share of that instance, rented whole
+    (:data:`workbook.catalog.loading.WHOLE_INSTANCE_BASIS`): its chips are those the extracts give the same
+    instance, else those its name states ("(72 GPUs)"), else the accelerator's node (``block_chips``: p6-b200's 8)."""
+    known = (
+        frame.filter(pl.col("price_basis") != "per chip-hour as published")
+        .group_by("cloud", "instance_type")
+        .agg(pl.col("chips_per_instance").max().alias("_chips"))
+    )
+    nodes = loading.read_table(loading.DATA_DIR / "accelerators.csv", schemas.Accelerators).select(
+        "accelerator_id", pl.col("block_chips").alias("_node")
+    )
+    named = pl.col("instance_type").str.extract(r"\((\d+) (?:GPUs|chips)\)").cast(pl.Int64)
+    chips = pl.coalesce(pl.col("_chips"), named, pl.col("_node"))
+    whole = (pl.col("cloud") == "aws") & (pl.col("price_basis") == "per chip-hour as published") & chips.is_not_null()
+    return (
+        frame.join(known, on=["cloud", "instance_type"], how="left")
+        .join(nodes, on="accelerator_id", how="left")
+        .with_columns(
+            pl.when(whole).then(chips).otherwise(pl.col("chips_per_instance")).alias("chips_per_instance"),
+            pl.when(whole)
+            .then(pl.lit(loading.WHOLE_INSTANCE_BASIS))
+            .otherwise(pl.col("price_basis"))
+            .alias("price_basis"),
+        )
+        .drop("_chips", "_node")
+    )
+
+
 def _apply_rules(frame: pl.DataFrame) -> pl.DataFrame:
+    frame = _whole_instances(frame)
     instance = ["accelerator_id", "cloud", "instance_type", "pricing_model"]
     frame = _flag(
         frame,
