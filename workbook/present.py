@@ -107,6 +107,18 @@ def price_basis(option: dict, pick: str = "median") -> str:
     return f"{pick} of {count(option['price_rows'], 'list-price quote')}"
 
 
+def rented_words(option: dict) -> str:
+    """Where an option's instance is rented whole and its chips do not fill their instances: how many are billed."""
+    rented = option.get("rented_chips")
+    if rented is None or rented <= option["chips"]:
+        return ""
+    instances = rented // option["chips_per_instance"]
+    return (
+        f" {option['instance_type']} is rented whole, {count(option['chips_per_instance'], 'chip')} each: "
+        f"{count(option['chips'], 'chip')} take {count(instances, 'instance')}, and all {rented:,} chips are billed."
+    )
+
+
 def token_price(value: float | None) -> str:
     """$0.055, $0.28, $7.78, $13.1, $142: a price per million tokens with three significant figures from $1 (two
     below it, and cents at least), so that neighbours in a ranking ($0.055 and $0.062, $13.1 and $13.4) do not read

@@ -9,7 +9,10 @@ from workbook import serving
 from workbook.catalog.loading import LARGE_ORDER_CHIPS, capacity_to_confirm
 from workbook.errors import InputError
 from workbook.model.spec import ModelSpec
+from workbook.model.units import HOURS_PER_MONTH
 from workbook.serving import recommend
+from workbook.training import options as training_options
+from workbook.training.scenario import Constraints, Scenario
 
 
 @pytest.fixture(scope="module")
@@ -409,7 +412,7 @@ def test_a_commitment_dearer_than_on_demand_says_so():
     best = rec.best
     assert best["on_demand_usd_per_chip_hour"] < best["usd_per_chip_hour"]
     line = next(r for r in rec.reasons if r.startswith("Commitment:"))
-    assert f"It is no discount here: on-demand, {best['on_demand_cloud']} lists this chip at" in line, line
+    assert f"It is no discount here: on-demand, {best['on_demand_cloud']} lists this chip from" in line, line
 
 
 def test_a_chip_without_a_price_of_the_pricing_asked_names_the_pricing_it_has(capsys):
@@ -424,3 +427,33 @@ def test_a_chip_without_a_price_of_the_pricing_asked_names_the_pricing_it_has(ca
     cli.main(["serve", "--model", "llama3-70b", "--accelerator", "gb200", "--precision", "fp4", "--rps", "20"])
     out = capsys.readouterr().out
     assert f"could serve this on {row['chips']} chips, but has no on-demand price" in out and "cannot serve" not in out
+
+
+def test_a_fleet_rents_whole_instances_at_the_price_a_training_job_pays():
+    # 70B at 3 requests/s on AWS H100s: one replica of 2 chips, on a p5.48xlarge of 8, all 8 billed; its price per
+    # chip-hour is the cheapest quote that holds a replica, the one an 8-chip training job on AWS pays
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(70e9),
+        requests_per_s=3,
+        accelerators=("h100-sxm",),
+        clouds=("aws",),
+        pricing=("on-demand",),
+    )
+    rec = serving.recommend_serving(serving.evaluate_serving(s), s)
+    best = rec.best
+    assert best["chips"] == 2 and best["rented_chips"] == 8 and best["instance_type"] == "p5.48xlarge"
+    assert best["usd_per_month"] == pytest.approx(8 * best["usd_per_chip_hour"] * HOURS_PER_MONTH)
+    assert "p5.48xlarge is rented whole, 8 chips each: 2 chips take 1 instance, and all 8 chips are billed" in (
+        " ".join(rec.reasons)
+    )
+    train = Scenario(
+        model=ModelSpec.from_params(8e9),
+        tokens=1e11,
+        chips=8,
+        accelerators=("h100-sxm",),
+        pricing=("on-demand",),
+        constraints=Constraints(clouds=("aws",)),
+    )
+    job = training_options.evaluate(train).row(0, named=True)
+    assert job["usd_per_chip_hour"] == pytest.approx(best["usd_per_chip_hour"])
+    assert best["usd_per_chip_hour"] <= best["usd_per_chip_hour_typical"]

@@ -179,6 +179,29 @@ class Catalog:
             )
         )
 
+    def priced(self, frame: pl.DataFrame, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()) -> pl.DataFrame:
+        """``frame`` (per option: accelerator_id, cloud, pricing_model, chips, block_chips, kind and the price
+        summary's ``usd_per_chip_hour_typical``) with its price: the cheapest region and instance that can run its
+        chips (:meth:`cheapest_quotes`: ``region``, ``instance_type``, ``rented_chips``), the typical (median) quote
+        kept beside it. Band: the cheapest quote .. the typical one (what a buyer pays if the cheapest region has no
+        room). Training and serving price their options with it, so a chip costs the same on both tabs."""
+        frame = frame.with_row_index("row")
+        quotes = self.cheapest_quotes(frame, pricing, clouds)
+        price = pl.col("quote_usd_per_chip_hour")
+        return (
+            frame.join(quotes, on="row", how="left")
+            .drop("row")
+            .with_columns(
+                usd_per_chip_hour=price,
+                usd_per_chip_hour_low=price,
+                usd_per_chip_hour_high=pl.max_horizontal(price, pl.col("usd_per_chip_hour_typical")),
+                price_as_of=pl.col("quote_as_of"),
+                price_as_of_approx=pl.col("quote_as_of_approx"),
+                price_secondary_source=pl.col("quote_secondary_source"),
+            )
+            .drop("quote_usd_per_chip_hour", "quote_as_of", "quote_as_of_approx", "quote_secondary_source")
+        )
+
     def capacity_for(self, options: pl.DataFrame) -> pl.DataFrame:
         """``options`` (cloud, pricing_model, kind, ...) with ``capacity_max_chips`` and ``capacity_basis``: the most
         specific capacity row (this cloud before ``any``, this kind before ``any``); null where none applies."""

@@ -436,7 +436,12 @@ SERVE_COLUMNS = [
     "overhead_gb",
     "hbm_gb",
     "fits_in_memory",
-    "usd_per_chip_hour",
+    "usd_per_chip_hour",  # the cheapest quote that can hold a replica (Catalog.priced)
+    "usd_per_chip_hour_typical",  # the median quote
+    "region",
+    "instance_type",
+    "chips_per_instance",
+    "rented_chips",  # the fleet's chips in whole instances: what is billed
     "usd_per_hour",
     "usd_per_month",
     "usd_per_month_low",
@@ -492,18 +497,19 @@ def evaluate_serving(
     tokens_per_hour = demand * SECONDS_PER_HOUR / 1e6  # millions of output tokens served per hour
     # The ranges: the price spread, and the chips the model's held-out throughput error would add or save
     # (:mod:`workbook.serving.band`).
-    low = pl.col("chips") * pl.col("usd_per_chip_hour_low") * pl.col("model_error_low").exp()
-    high = pl.col("chips") * pl.col("usd_per_chip_hour_high") * pl.col("model_error_high").exp()
+    rented = pl.col("rented_chips")
+    low = rented * pl.col("usd_per_chip_hour_low") * pl.col("model_error_low").exp()
+    high = rented * pl.col("usd_per_chip_hour_high") * pl.col("model_error_high").exp()
     frame = (
-        frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left")
+        _priced(cat, s, frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left"))
         .join(_other_prices(cat, s), on="accelerator_id", how="left")
         .join(throughput_band(cat).for_options(frame), on=["stack", "accelerator_id", *KINDS], how="left")
         .with_columns(
-            usd_per_hour=pl.col("chips") * pl.col("usd_per_chip_hour"),
-            usd_per_month=pl.col("chips") * pl.col("usd_per_chip_hour") * HOURS_PER_MONTH,
+            usd_per_hour=rented * pl.col("usd_per_chip_hour"),
+            usd_per_month=rented * pl.col("usd_per_chip_hour") * HOURS_PER_MONTH,
             usd_per_month_low=low * HOURS_PER_MONTH,
             usd_per_month_high=high * HOURS_PER_MONTH,
-            usd_per_million_tokens=pl.col("chips") * pl.col("usd_per_chip_hour") / tokens_per_hour,
+            usd_per_million_tokens=rented * pl.col("usd_per_chip_hour") / tokens_per_hour,
             usd_per_million_tokens_low=low / tokens_per_hour,
             usd_per_million_tokens_high=high / tokens_per_hour,
             usd_per_million_tokens_at_ceiling=pl.col("chip_seconds_per_request")
@@ -562,11 +568,19 @@ def evaluate_serving(
     )
 
 
+def _priced(cat: Catalog, s: ServeScenario, frame: pl.DataFrame) -> pl.DataFrame:
+    """Each option's price as a training job's (:meth:`workbook.catalog.Catalog.priced`): the cheapest region and
+    instance that can hold a replica (its chips, up to a node), rented whole, the fleet's chips packed into
+    instances (``rented_chips``: 3 replicas of 2 H100s on p5.48xlarge rent 8)."""
+    replicas = frame.with_columns(_node="block_chips", block_chips=pl.min_horizontal("tensor_parallel", "block_chips"))
+    return cat.priced(replicas, s.pricing, s.clouds).with_columns(block_chips="_node").drop("_node")
+
+
 def _other_prices(cat: Catalog, s: ServeScenario) -> pl.DataFrame:
     """Per accelerator, what a price outside the scenario's pricing models offers: the models the dataset prices it
     under (``other_pricing``, in words: a chip with no price of the scenario's may have one of another), and its
-    cheapest on-demand price per chip-hour (the median of a cloud's quotes, the cheapest cloud: ``on_demand_cloud``,
-    ``on_demand_usd_per_chip_hour``), to weigh a commitment against."""
+    cheapest on-demand price per chip-hour (the cheapest quote of the cheapest cloud: ``on_demand_cloud``,
+    ``on_demand_usd_per_chip_hour``), to weigh a commitment, itself priced at its cheapest quote, against."""
     others = [model for model in PRICING_MODELS if model not in s.pricing]
     priced = (
         cat.price_summary(tuple(others), s.clouds)
@@ -575,11 +589,11 @@ def _other_prices(cat: Catalog, s: ServeScenario) -> pl.DataFrame:
     )
     on_demand = (
         cat.price_summary(("on-demand",), s.clouds)
-        .sort("usd_per_chip_hour", "cloud")
+        .sort("usd_per_chip_hour_low", "cloud")
         .group_by("accelerator_id", maintain_order=True)
         .agg(
             pl.col("cloud").first().alias("on_demand_cloud"),
-            pl.col("usd_per_chip_hour").first().alias("on_demand_usd_per_chip_hour"),
+            pl.col("usd_per_chip_hour_low").first().alias("on_demand_usd_per_chip_hour"),
         )
     )
     return priced.join(on_demand, on="accelerator_id", how="full", coalesce=True)

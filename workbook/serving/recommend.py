@@ -17,7 +17,17 @@ import polars as pl
 from workbook.catalog import capacity_to_confirm
 from workbook.model import cost
 from workbook.model.units import HOURS_PER_MONTH
-from workbook.present import count, gigabytes, milliseconds, per_million_tokens, price_basis, token_price, usd
+from workbook.present import (
+    count,
+    gigabytes,
+    milliseconds,
+    per_million_tokens,
+    price_basis,
+    regions,
+    rented_words,
+    token_price,
+    usd,
+)
 from workbook.serving import band
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
@@ -191,7 +201,7 @@ def _commitment_line(o: dict) -> list[str]:
     hourly = o.get("on_demand_usd_per_chip_hour")
     if hourly is not None and hourly < o["usd_per_chip_hour"]:
         text += (
-            f" It is no discount here: on-demand, {o['on_demand_cloud']} lists this chip at ${hourly:.2f} per "
+            f" It is no discount here: on-demand, {o['on_demand_cloud']} lists this chip from ${hourly:.2f} per "
             f"chip-hour against this commitment's ${o['usd_per_chip_hour']:.2f}; the same replicas there would cost "
             f"{usd(o['chips'] * hourly * HOURS_PER_MONTH)} a month, with no term."
         )
@@ -433,9 +443,11 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"Memory per chip: {gigabytes(best['memory_per_chip_gb'])} of {gigabytes(best['hbm_gb'])} "
         f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])}: its share of the "
         f"{_mean_count(best['sequences'])} sequences in flight on average in each replica{_spread_words(scenario)}).",
-        f"{usd(best['usd_per_month'])} a month ({best['pricing_model']}, {price_basis(best)} "
-        f"as of {best['price_as_of']:%Y-%m}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
-        f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.",
+        f"{usd(best['usd_per_month'])} a month ({best['pricing_model']} at ${best['usd_per_chip_hour']:.2f} per "
+        f"chip-hour: {price_basis(best, 'the cheapest')} that can hold a replica, {best['instance_type']} in "
+        f"{regions(best['region'])}, as of {best['price_as_of']:%Y-%m}; typical "
+        f"${best['usd_per_chip_hour_typical']:.2f}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
+        f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.{rented_words(best)}",
         range_line(best),
         *_targets_cost_line(best),
         *_commitment_line(best),

@@ -451,28 +451,6 @@ def _size_within_limits(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.C
     return pl.concat([kept, resized.select(kept.columns)]).sort("_i").drop("_i")
 
 
-def _price(frame: pl.DataFrame, s: Scenario, cat: catalog_mod.Catalog) -> pl.DataFrame:
-    """Each option's price: the cheapest region and instance that can run its chips (``Catalog.cheapest_quotes``),
-    with the typical (median) quote kept beside it. Band: the cheapest quote .. the typical one (what a buyer
-    pays if the cheapest region has no room)."""
-    frame = frame.with_row_index("row")
-    quotes = cat.cheapest_quotes(frame, s.pricing, s.constraints.clouds)
-    price = pl.col("quote_usd_per_chip_hour")
-    return (
-        frame.join(quotes, on="row", how="left")
-        .drop("row")
-        .with_columns(
-            usd_per_chip_hour=price,
-            usd_per_chip_hour_low=price,
-            usd_per_chip_hour_high=pl.max_horizontal(price, pl.col("usd_per_chip_hour_typical")),
-            price_as_of=pl.col("quote_as_of"),
-            price_as_of_approx=pl.col("quote_as_of_approx"),
-            price_secondary_source=pl.col("quote_secondary_source"),
-        )
-        .drop("quote_usd_per_chip_hour", "quote_as_of", "quote_as_of_approx", "quote_secondary_source")
-    )
-
-
 def _costs(frame: pl.DataFrame, s: Scenario) -> pl.DataFrame:
     a = s.assumptions
     model = pl.col("pricing_model")
@@ -660,7 +638,7 @@ def _evaluate_full(
         .with_columns(pl.col("pricing_model").fill_null(scenario.pricing[0]))
     )
     frame = _limits(_schedule(frame, scenario), cat)
-    frame = _price(_size_within_limits(frame, scenario, cal), scenario, cat)
+    frame = cat.priced(_size_within_limits(frame, scenario, cal), scenario.pricing, scenario.constraints.clouds)
     frame = _costs(frame, scenario).with_columns(
         memory_per_chip_gb=pl.col("memory_per_chip_bytes") / 1e9,
         hbm_gb=pl.col("hbm_bytes") / 1e9,

@@ -20,7 +20,7 @@ import polars as pl
 from workbook import catalog as catalog_mod
 from workbook.catalog.schemas import PRICING_MODELS
 from workbook.model.units import HOURS_PER_MONTH
-from workbook.present import count, days, energy, gigabytes, price_basis, regions, usd
+from workbook.present import count, days, energy, gigabytes, price_basis, regions, rented_words, usd
 from workbook.training import options
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
@@ -205,18 +205,6 @@ def _contract_reason(best: dict, frame: pl.DataFrame) -> str | None:
     else:
         return text + " No other option meets the constraints."
     return text + f" {words}: {describe(other)}; this plan is {_versus(best['cost_usd'], other['cost_usd'])}."
-
-
-def _rented_words(best: dict) -> str:
-    """Where the instance is rented whole and the job does not fill its instances: how many chips are billed."""
-    rented = best.get("rented_chips")
-    if rented is None or rented <= best["chips"]:
-        return ""
-    instances = rented // best["chips_per_instance"]
-    return (
-        f" {best['instance_type']} is rented whole, {count(best['chips_per_instance'], 'chip')} each: "
-        f"{count(best['chips'], 'chip')} take {count(instances, 'instance')}, and all {rented:,} chips are billed."
-    )
 
 
 def _block_reason(best: dict) -> str | None:
@@ -556,7 +544,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({best['instance_type']}, "
         f"region {regions(best['region'])}); "
         f"typical ${best['usd_per_chip_hour_typical']:.2f}; as of {age}{best['price_as_of']:%Y-%m}."
-        + _rented_words(best)
+        + rented_words(best)
         + caveat
     )
     reasons.append(_main_risk(best))
