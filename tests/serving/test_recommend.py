@@ -457,3 +457,19 @@ def test_a_fleet_rents_whole_instances_at_the_price_a_training_job_pays():
     job = training_options.evaluate(train).row(0, named=True)
     assert job["usd_per_chip_hour"] == pytest.approx(best["usd_per_chip_hour"])
     assert best["usd_per_chip_hour"] <= best["usd_per_chip_hour_typical"]
+
+
+def test_tied_fleets_take_the_smallest_replica_which_fits_small_instances():
+    # 8B FP8 at 2 requests/s on AWS A10Gs: two 1-chip replicas or one 2-chip replica serve it; only the first fits
+    # AWS's 1-GPU g5 instances (the 2-chip one rents an 8-GPU g5.48xlarge, all of it billed)
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(8e9),
+        weight_precision="fp8",
+        requests_per_s=2,
+        accelerators=("a10g",),
+        clouds=("aws",),
+        pricing=("on-demand",),
+    )
+    best = serving.recommend_serving(serving.evaluate_serving(s), s).best
+    assert best["chips"] == 2 and best["tensor_parallel"] == 1 and best["rented_chips"] == 2
+    assert best["chips_per_instance"] == 1

@@ -9,7 +9,8 @@ option needing more chips than its cloud rents at once under its pricing model w
 (``data/capacity.csv``: on-demand 512, spot 256, stated assumptions) is ruled out and says so. A model that does
 not fit in one node (weights and one sequence's KV cache) is served by a pipeline of nodes
 (:data:`replica.PIPELINE_CANDIDATES`), as vLLM's guide says to; where it fits, replicas stay within a node. The
-configuration with the fewest chips wins (ties: the most throughput per chip). Latencies are reported at the load the
+configuration with the fewest chips wins (ties: the smallest replica, which fits the most instance sizes, then the
+most throughput per chip). Latencies are reported at the load the
 traffic actually puts on each replica. With ``ServeScenario.disaggregation`` an accelerator's answer may instead be
 separate prefill and decode pools
 (:mod:`workbook.serving.disaggregated`), where they need fewer chips.
@@ -261,7 +262,9 @@ def _best_on_stack(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
     ok = frame.filter(pl.col("max_load_fraction").is_not_null()).with_columns(
         capacity_per_chip=pl.col("capacity_within_targets_rps") / pl.col("tensor_parallel")
     )
-    best = ok.sort(["chips", "capacity_per_chip"], descending=[False, True]).unique(
+    # ties: the smallest replica (it fits the most instance sizes: two 1-GPU A10G instances, not an 8-GPU one rented
+    # whole for a 2-GPU replica), then the most throughput per chip
+    best = ok.sort(["chips", "tensor_parallel", "capacity_per_chip"], descending=[False, False, True]).unique(
         "accelerator_id", keep="first", maintain_order=True
     )
     # Infeasible accelerators keep their largest replica, read at the lightest load, so the table shows its memory
