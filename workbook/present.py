@@ -89,6 +89,16 @@ def regions(value: str) -> str:
     return value.replace(REGION_SEPARATOR, ", ")
 
 
+UNNAMED_REGIONS = (None, "any", "unknown", "ALL")  # price rows whose region names no place a buyer can choose
+
+
+def instance_place(option: dict) -> str:
+    """The instance a price quotes and, where the quote names them, its regions: "p5.48xlarge in us-east-1",
+    "gpu_1x_gh200" (a quote for every region, or none stated)."""
+    where = "" if option.get("region") in UNNAMED_REGIONS else f" in {regions(option['region'])}"
+    return f"{option['instance_type']}{where}"
+
+
 def regions_column(value: pl.Expr) -> pl.Expr:
     """:func:`regions` over a column."""
     return value.str.replace_all(REGION_SEPARATOR, ", ", literal=True)

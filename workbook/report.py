@@ -18,13 +18,12 @@ from workbook import present
 from workbook.charts import training as charts
 from workbook.model import throughput
 from workbook.model.spec import preset_key
-from workbook.present import count, days, energy, regions, usd
+from workbook.present import UNNAMED_REGIONS, count, days, energy, regions, usd
 from workbook.serving.recommend import ceiling_words, replicas_words, split_words
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
 from workbook.training.recommend import (
     FRAMEWORK_NAMES,
-    UNNAMED_REGIONS,
     Recommendation,
     billed_terms,
     describe,

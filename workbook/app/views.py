@@ -12,8 +12,8 @@ import polars as pl
 
 from workbook import present
 from workbook.catalog import capacity_to_confirm
-from workbook.present import days, usd
-from workbook.training.recommend import UNNAMED_REGIONS, Recommendation
+from workbook.present import UNNAMED_REGIONS, days, usd
+from workbook.training.recommend import Recommendation
 
 message = present.message  # the views' one-line notices (errors, info)
 

@@ -20,10 +20,10 @@ from workbook.model.units import HOURS_PER_MONTH
 from workbook.present import (
     count,
     gigabytes,
+    instance_place,
     milliseconds,
     per_million_tokens,
     price_basis,
-    regions,
     rented_words,
     token_price,
     usd,
@@ -444,8 +444,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])}: its share of the "
         f"{_mean_count(best['sequences'])} sequences in flight on average in each replica{_spread_words(scenario)}).",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']} at ${best['usd_per_chip_hour']:.2f} per "
-        f"chip-hour: {price_basis(best, 'the cheapest')} that can hold a replica, {best['instance_type']} in "
-        f"{regions(best['region'])}, as of {best['price_as_of']:%Y-%m}; typical "
+        f"chip-hour: {price_basis(best, 'the cheapest')} that can hold a replica, {instance_place(best)}, as of "
+        f"{best['price_as_of']:%Y-%m}; typical "
         f"${best['usd_per_chip_hour_typical']:.2f}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
         f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.{rented_words(best)}",
         range_line(best),

@@ -20,12 +20,22 @@ import polars as pl
 from workbook import catalog as catalog_mod
 from workbook.catalog.schemas import PRICING_MODELS
 from workbook.model.units import HOURS_PER_MONTH
-from workbook.present import count, days, energy, gigabytes, price_basis, regions, rented_words, usd
+from workbook.present import (
+    UNNAMED_REGIONS,
+    count,
+    days,
+    energy,
+    gigabytes,
+    instance_place,
+    price_basis,
+    regions,
+    rented_words,
+    usd,
+)
 from workbook.training import options
 from workbook.training.scenario import PLATFORM_LABELS, Scenario
 
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
-UNNAMED_REGIONS = (None, "any", "unknown", "ALL")  # price rows whose region names no place a buyer can choose
 # An option finishing more than this many times later than the pick is no alternative on price: time decides (a chip
 # held to its largest documented job can take years where the pick takes weeks).
 FAR_LATER = 2.0
@@ -541,8 +551,7 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     )
     reasons.append(
         f"Price: ${best['usd_per_chip_hour']:.2f} per chip-hour, {price_basis(best, 'the cheapest')} "
-        f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({best['instance_type']}, "
-        f"region {regions(best['region'])}); "
+        f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({instance_place(best)}); "
         f"typical ${best['usd_per_chip_hour_typical']:.2f}; as of {age}{best['price_as_of']:%Y-%m}."
         + rented_words(best)
         + caveat
