@@ -443,9 +443,10 @@ def test_a_fleet_rents_whole_instances_at_the_price_a_training_job_pays():
     best = rec.best
     assert best["chips"] == 2 and best["rented_chips"] == 8 and best["instance_type"] == "p5.48xlarge"
     assert best["usd_per_month"] == pytest.approx(8 * best["usd_per_chip_hour"] * HOURS_PER_MONTH)
-    assert "p5.48xlarge is rented whole, 8 chips each: 2 chips take 1 instance, and all 8 chips are billed" in (
-        " ".join(rec.reasons)
-    )
+    words = " ".join(rec.reasons)
+    assert "p5.48xlarge is rented whole, 8 chips each: 2 chips take 1 instance, and all 8 chips are billed" in words
+    more = 6 // best["chips_per_replica"]
+    assert f"The 6 spare chips would hold {more} more replicas at no extra cost" in words
     train = Scenario(
         model=ModelSpec.from_params(8e9),
         tokens=1e11,

@@ -208,6 +208,18 @@ def _commitment_line(o: dict) -> list[str]:
     return [text]
 
 
+def _spare_words(o: dict) -> str:
+    """Where the instances rented whole hold whole replicas more than the fleet needs: what they would add, free."""
+    rented, per_replica = o.get("rented_chips"), o["chips_per_replica"]
+    if rented is None or o.get("disaggregated") or rented - o["chips"] < per_replica:
+        return ""
+    more = (rented - o["chips"]) // per_replica
+    return (
+        f" The {count(rented - o['chips'], 'spare chip')} would hold {count(more, 'more replica')} at no extra cost: "
+        "more headroom for peaks and a shorter queue."
+    )
+
+
 def _latency_line(o: dict, scenario) -> str:
     """The p99 latencies (the statistic targets set) against the targets, and the means."""
 
@@ -447,7 +459,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"chip-hour: {price_basis(best, 'the cheapest')} that can hold a replica, {instance_place(best)}, as of "
         f"{best['price_as_of']:%Y-%m}; typical "
         f"${best['usd_per_chip_hour_typical']:.2f}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
-        f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.{rented_words(best)}",
+        f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.{rented_words(best)}"
+        f"{_spare_words(best)}",
         range_line(best),
         *_targets_cost_line(best),
         *_commitment_line(best),
