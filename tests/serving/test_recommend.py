@@ -430,8 +430,9 @@ def test_a_chip_without_a_price_of_the_pricing_asked_names_the_pricing_it_has(ca
 
 
 def test_a_fleet_rents_whole_instances_at_the_price_a_training_job_pays():
-    # 70B at 3 requests/s on AWS H100s: one replica of 2 chips, on a p5.48xlarge of 8, all 8 billed; its price per
-    # chip-hour is the cheapest quote that holds a replica, the one an 8-chip training job on AWS pays
+    # 70B at 3 requests/s on AWS H100s: 2 chips, on a p5.48xlarge of 8, all 8 billed (the card says what the spare 6
+    # would hold); its price per chip-hour is the cheapest quote that holds a replica, the one an 8-chip training job
+    # on AWS pays
     s = serving.ServeScenario(
         model=ModelSpec.from_params(70e9),
         requests_per_s=3,
