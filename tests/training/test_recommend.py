@@ -385,6 +385,21 @@ def test_gb200_capacity_blocks_rent_whole_ultraservers():
     )
 
 
+def test_a_deadline_plan_takes_every_chip_of_the_instances_it_rents():
+    # 70B on 15T tokens in 60 days on AWS GB200 capacity blocks: sized for the deadline at 1,244 chips, it rents 18
+    # UltraServers of 72 anyway, so it runs on all 1,296, sooner, for a bill no larger
+    s = Scenario(
+        model=ModelSpec.from_params(70e9),
+        tokens=15e12,
+        days=60,
+        accelerators=("gb200",),
+        pricing=("capacity-block",),
+    )
+    best = recommend.recommend(options.evaluate(s), "pytorch").best
+    assert best["chips"] % 72 == 0 and best["rented_chips"] == best["chips"], best["chips"]
+    assert best["train_days"] < 60
+
+
 def test_the_main_risk_says_no_run_calibrates_a_chip_only_where_none_does():
     # FP8 on H100 is its measured BF16 base x the family's paired FP8 speed-up: calibrated, not a proxy; H800's base
     # is a proxy of H100's (judgement), so its card says so.

@@ -424,9 +424,12 @@ def _limits(frame: pl.DataFrame, cat: catalog_mod.Catalog) -> pl.DataFrame:
     )
 
 
-def _size_within_limits(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration) -> pl.DataFrame:
+def _size_within_limits(
+    frame: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration, cat: catalog_mod.Catalog
+) -> pl.DataFrame:
     """Size every option; an option that needs more chips than its limit is planned at the limit instead
-    (whole nodes or slices), so it shows how long the job takes with the most chips it can really get."""
+    (whole nodes or slices), so it shows how long the job takes with the most chips it can really get; one whose
+    instances are rented whole takes all the chips it pays for (:func:`_fill_instances`)."""
     frame = frame.with_columns(chips=_solve_chips(frame, s, cal))
     over = pl.col("chips_given").is_null() & (pl.col("chips") > pl.col("chips_limit")).fill_null(False)
     block = pl.col("block_chips")
@@ -440,15 +443,38 @@ def _size_within_limits(frame: pl.DataFrame, s: Scenario, cal: calibration_mod.C
     # hair short of the target (30.003 days for 30) gets the chips that close the gap, in whole nodes or slices.
     target = _training_target_days(s)
     short = pl.col("chips_given").is_null() & ~pl.col("chips_capped") & (pl.col("train_days") > target)
-    rows = sized.with_row_index("_i").filter(short)
-    if rows.height == 0:
-        return sized
     more = sizing.round_to_allowed(pl.col("chips") * pl.col("train_days") / target, block)
     more = pl.min_horizontal(pl.max_horizontal(more, pl.col("chips") + block), pl.col("chips_limit"))
-    bumped = frame.with_row_index("_i").join(rows.select("_i", _more=more.cast(pl.Int64)), on="_i")
-    resized = _size_once_per_plan(bumped.with_columns(chips=pl.col("_more")).drop("_more"), s, cal)
+    sized = _resize(frame, sized, sized.with_row_index("_i").filter(short).select("_i", _chips=more), s, cal)
+    return _fill_instances(frame, sized, s, cal, cat)
+
+
+def _resize(
+    frame: pl.DataFrame, sized: pl.DataFrame, rows: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration
+) -> pl.DataFrame:
+    """``sized`` with the rows ``rows`` names (``_i``: their index) planned afresh on ``_chips`` chips."""
+    if rows.height == 0:
+        return sized
+    bumped = frame.with_row_index("_i").join(rows.with_columns(pl.col("_chips").cast(pl.Int64)), on="_i")
+    resized = _size_once_per_plan(bumped.with_columns(chips=pl.col("_chips")).drop("_chips"), s, cal)
     kept = sized.with_row_index("_i").join(rows.select("_i"), on="_i", how="anti")
     return pl.concat([kept, resized.select(kept.columns)]).sort("_i").drop("_i")
+
+
+def _fill_instances(
+    frame: pl.DataFrame, sized: pl.DataFrame, s: Scenario, cal: calibration_mod.Calibration, cat: catalog_mod.Catalog
+) -> pl.DataFrame:
+    """A plan sized for its deadline on instances rented whole that it does not fill takes the chips it pays for:
+    they finish it sooner for a bill no larger (1,244 GB200s on AWS capacity blocks rent 18 UltraServers of 72; the
+    plan runs on all 1,296). A count the user gave stays, and so does one a limit holds."""
+    priced = cat.priced(sized.with_row_index("_i"), s.pricing, s.constraints.clouds)
+    spare = (
+        pl.col("chips_given").is_null()
+        & ~pl.col("chips_capped")
+        & (pl.col("rented_chips") > pl.col("chips"))
+        & (pl.col("rented_chips") <= pl.col("chips_limit")).fill_null(True)
+    )
+    return _resize(frame, sized, priced.filter(spare).select("_i", _chips="rented_chips"), s, cal)
 
 
 def _costs(frame: pl.DataFrame, s: Scenario) -> pl.DataFrame:
@@ -638,7 +664,7 @@ def _evaluate_full(
         .with_columns(pl.col("pricing_model").fill_null(scenario.pricing[0]))
     )
     frame = _limits(_schedule(frame, scenario), cat)
-    frame = cat.priced(_size_within_limits(frame, scenario, cal), scenario.pricing, scenario.constraints.clouds)
+    frame = cat.priced(_size_within_limits(frame, scenario, cal, cat), scenario.pricing, scenario.constraints.clouds)
     frame = _costs(frame, scenario).with_columns(
         memory_per_chip_gb=pl.col("memory_per_chip_bytes") / 1e9,
         hbm_gb=pl.col("hbm_bytes") / 1e9,
