@@ -125,8 +125,15 @@ def rented_words(option: dict) -> str:
     instances = rented // option["chips_per_instance"]
     return (
         f" {option['instance_type']} is rented whole, {count(option['chips_per_instance'], 'chip')} each: "
-        f"{count(option['chips'], 'chip')} take {count(instances, 'instance')}, and all {rented:,} chips are billed."
+        f"{count(option['chips'], 'chip')} {'takes' if option['chips'] == 1 else 'take'} "
+        f"{count(instances, 'instance')}, and all {rented:,} chips are billed."
     )
+
+
+def whole_instances(chips: int, option: dict) -> int:
+    """``chips`` in whole instances of the option's quote (``rent_unit``: 1 where it is billed per chip)."""
+    unit = option.get("rent_unit") or 1
+    return math.ceil(chips / unit) * unit
 
 
 def token_price(value: float | None) -> str:

@@ -18,7 +18,7 @@ from workbook import present
 from workbook.charts import training as charts
 from workbook.model import throughput
 from workbook.model.spec import preset_key
-from workbook.present import UNNAMED_REGIONS, count, days, energy, regions, usd
+from workbook.present import count, days, energy, instance_place, usd
 from workbook.serving.recommend import ceiling_words, replicas_words, split_words
 from workbook.training import calibration as calibration_mod
 from workbook.training import options
@@ -73,8 +73,7 @@ def answer(rec: Recommendation) -> str:
     best = rec.best
     if best is None:
         return rec.reasons[0]
-    region = f"region {regions(best['region'])}, " if best.get("region") not in UNNAMED_REGIONS else ""
-    where = f"Where: {best['cloud']} ({region}{best['instance_type']})"
+    where = f"Where: {best['cloud']} ({instance_place(best)})"
     cost = f"Cost {usd(best['cost_usd'])} (range {usd(best['cost_usd_low'])} to {usd(best['cost_usd_high'])})"
     if best["term_months"]:
         cost += (

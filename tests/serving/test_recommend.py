@@ -475,3 +475,37 @@ def test_tied_fleets_take_the_smallest_replica_which_fits_small_instances():
     best = serving.recommend_serving(serving.evaluate_serving(s), s).best
     assert best["chips"] == 2 and best["tensor_parallel"] == 1 and best["rented_chips"] == 2
     assert best["chips_per_instance"] == 1
+
+
+def test_a_split_fleet_rents_instances_that_hold_its_larger_pool():
+    # 8B, 30,000-token prompts on AWS L40S with prefill apart: 2-chip prefill replicas cannot run on 1-GPU g6e
+    # instances, so the fleet packs into 8-GPU ones; the price at the load ceiling counts the chips billed too
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(8e9),
+        requests_per_s=2,
+        prompt_tokens=30000,
+        output_tokens=200,
+        ttft_ms=1500,
+        accelerators=("l40s",),
+        clouds=("aws",),
+        disaggregation=True,
+    )
+    best = serving.evaluate_serving(s).row(0, named=True)
+    assert best["disaggregated"] and best["prefill_chips_per_replica"] > 1
+    assert best["chips_per_instance"] >= best["prefill_chips_per_replica"] and best["rented_chips"] >= best["chips"]
+    at_ceiling = best["usd_per_million_tokens_at_ceiling"] * best["chips"] / best["rented_chips"]
+    assert at_ceiling < best["usd_per_million_tokens"] <= best["usd_per_million_tokens_at_ceiling"] / s.headroom * 1.01
+
+
+def test_train_then_serve_bills_the_serving_fleets_rented_chips():
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(70e9), requests_per_s=3, accelerators=("h100-sxm",), clouds=("aws",)
+    )
+    serve = serving.evaluate_serving(s)
+    train = training_options.evaluate_full(
+        Scenario(model=ModelSpec.from_params(8e9), tokens=1e10, chips=8, accelerators=("h100-sxm",))
+    )
+    both = serving.train_then_serve(train, serve, 12)
+    fleet = serve.filter(pl.col("feasible")).row(0, named=True)
+    assert fleet["rented_chips"] > fleet["chips"]
+    assert both["serve_usd"].min() == pytest.approx(fleet["usd_per_month"] * 12, rel=1e-6)

@@ -156,7 +156,11 @@ class Catalog:
             jobs.select("row", "accelerator_id", "cloud", "pricing_model", "chips", "block_chips", "kind")
             .join(quotes, on=["accelerator_id", "cloud", "pricing_model"])
             .filter(fits)
-            .with_columns(rented_chips=rented.otherwise(pl.col("chips")).cast(pl.Int64))
+            .with_columns(
+                rented_chips=rented.otherwise(pl.col("chips")).cast(pl.Int64),
+                # the chips one rents at a time: the instance's where it is rented whole, else one
+                rent_unit=pl.when(whole).then(pl.col("chips_per_instance")).otherwise(1).cast(pl.Int64),
+            )
             .with_columns(_per_used_chip=pl.col("quote_usd_per_chip_hour") * pl.col("rented_chips") / pl.col("chips"))
             .sort(  # ties (same price, same date) go to the first region and instance by name: the same every run
                 "_per_used_chip",

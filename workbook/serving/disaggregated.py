@@ -102,7 +102,7 @@ def _sized(frame: pl.DataFrame, capacity_within: pl.Expr, demand_rps: float, s: 
             _chips=pl.col("_replicas") * pl.col("tensor_parallel"),
             _per_chip=pl.col("_within") / pl.col("tensor_parallel"),
         )
-        .sort(["_chips", "_per_chip"], descending=[False, True])
+        .pipe(replica.fewest_chips_first, "_chips", "_per_chip")
         .unique("accelerator_id", keep="first", maintain_order=True)
         .drop("_per_chip")
     )

@@ -38,7 +38,7 @@ def train_then_serve(train: pl.DataFrame, serve: pl.DataFrame, months: float) ->
         )
 
     train_best = leaders(train, pl.col("cost_usd"), "train")
-    billed = billed_chip_hours(pl.col("chips"), pl.lit(hours), pl.col("pricing_model"))
+    billed = billed_chip_hours(pl.col("rented_chips"), pl.lit(hours), pl.col("pricing_model"))  # whole instances
     serve_best = leaders(serve, pl.col("usd_per_chip_hour") * billed, "serve")
     return (
         train_best.join(serve_best, how="cross")

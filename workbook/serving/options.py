@@ -262,9 +262,7 @@ def _best_on_stack(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
     ok = frame.filter(pl.col("max_load_fraction").is_not_null()).with_columns(
         capacity_per_chip=pl.col("capacity_within_targets_rps") / pl.col("tensor_parallel")
     )
-    # ties: the smallest replica (it fits the most instance sizes: two 1-GPU A10G instances, not an 8-GPU one rented
-    # whole for a 2-GPU replica), then the most throughput per chip
-    best = ok.sort(["chips", "tensor_parallel", "capacity_per_chip"], descending=[False, False, True]).unique(
+    best = replica.fewest_chips_first(ok, "chips", "capacity_per_chip").unique(
         "accelerator_id", keep="first", maintain_order=True
     )
     # Infeasible accelerators keep their largest replica, read at the lightest load, so the table shows its memory
@@ -445,6 +443,7 @@ SERVE_COLUMNS = [
     "instance_type",
     "chips_per_instance",
     "rented_chips",  # the fleet's chips in whole instances: what is billed
+    "rent_unit",  # the chips rented at a time (an instance rented whole; 1 where billed per chip)
     "usd_per_hour",
     "usd_per_month",
     "usd_per_month_low",
@@ -518,6 +517,8 @@ def evaluate_serving(
             usd_per_million_tokens_at_ceiling=pl.col("chip_seconds_per_request")
             / s.headroom
             * pl.col("usd_per_chip_hour")
+            * rented
+            / pl.col("chips")
             / SECONDS_PER_HOUR
             * 1e6
             / s.output_tokens,
@@ -573,9 +574,10 @@ def evaluate_serving(
 
 def _priced(cat: Catalog, s: ServeScenario, frame: pl.DataFrame) -> pl.DataFrame:
     """Each option's price as a training job's (:meth:`workbook.catalog.Catalog.priced`): the cheapest region and
-    instance that can hold a replica (its chips, up to a node), rented whole, the fleet's chips packed into
-    instances (``rented_chips``: 3 replicas of 2 H100s on p5.48xlarge rent 8)."""
-    replicas = frame.with_columns(_node="block_chips", block_chips=pl.min_horizontal("tensor_parallel", "block_chips"))
+    instance that can hold a replica (its chips, up to a node; of a split fleet, its larger pool's), rented whole,
+    the fleet's chips packed into instances (``rented_chips``: 3 replicas of 2 H100s on p5.48xlarge rent 8)."""
+    replica_chips = pl.max_horizontal("tensor_parallel", "prefill_chips_per_replica")  # a split fleet's larger pool
+    replicas = frame.with_columns(_node="block_chips", block_chips=pl.min_horizontal(replica_chips, "block_chips"))
     return cat.priced(replicas, s.pricing, s.clouds).with_columns(block_chips="_node").drop("_node")
 
 

@@ -27,6 +27,7 @@ from workbook.present import (
     rented_words,
     token_price,
     usd,
+    whole_instances,
 )
 from workbook.serving import band
 from workbook.serving.scenario import SPOT_WARNING
@@ -180,7 +181,7 @@ def _targets_cost_line(o: dict) -> list[str]:
         if o.get("relaxed_ttft_ms") is not None
         else ""
     )
-    monthly = o["relaxed_chips"] * o["usd_per_chip_hour"] * HOURS_PER_MONTH
+    monthly = whole_instances(o["relaxed_chips"], o) * o["usd_per_chip_hour"] * HOURS_PER_MONTH
     return [
         f"Your latency targets set the fleet's size: they hold each replica to {o['load_fraction']:.0%} of what it "
         f"could serve without them{prompt}. Allowing {o['relaxed_targets']}, what these replicas give at the load "
@@ -202,10 +203,22 @@ def _commitment_line(o: dict) -> list[str]:
     if hourly is not None and hourly < o["usd_per_chip_hour"]:
         text += (
             f" It is no discount here: on-demand, {o['on_demand_cloud']} lists this chip from ${hourly:.2f} per "
-            f"chip-hour against this commitment's ${o['usd_per_chip_hour']:.2f}; the same replicas there would cost "
-            f"{usd(o['chips'] * hourly * HOURS_PER_MONTH)} a month, with no term."
+            f"chip-hour against this commitment's ${o['usd_per_chip_hour']:.2f}, with no term: price the fleet on "
+            "demand before committing."
         )
     return [text]
+
+
+def _quote_words(o: dict) -> str:
+    """The quote a fleet is priced at: an instance rented whole that can hold a replica, or a rate per chip."""
+    if (o.get("rent_unit") or 1) > 1:
+        return f" that can hold a replica, {instance_place(o)}"
+    return f", billed per chip ({instance_place(o)})"
+
+
+def _rented_head(o: dict) -> str:
+    """ " (8 rented)" where the fleet's instances are rented whole and it does not fill them."""
+    return f" ({o['rented_chips']:,} rented)" if (o.get("rented_chips") or 0) > o["chips"] else ""
 
 
 def _spare_words(o: dict) -> str:
@@ -456,8 +469,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])}: its share of the "
         f"{_mean_count(best['sequences'])} sequences in flight on average in each replica{_spread_words(scenario)}).",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']} at ${best['usd_per_chip_hour']:.2f} per "
-        f"chip-hour: {price_basis(best, 'the cheapest')} that can hold a replica, {instance_place(best)}, as of "
-        f"{best['price_as_of']:%Y-%m}; typical "
+        f"chip-hour: {price_basis(best, 'the cheapest')}{_quote_words(best)}, as of {best['price_as_of']:%Y-%m}; "
+        "typical "
         f"${best['usd_per_chip_hour_typical']:.2f}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
         f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.{rented_words(best)}"
         f"{_spare_words(best)}",
@@ -475,7 +488,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
     mine = ", your price" if best.get("user_price") else ""
     headline = (
         f"Serve on {best['name']} ({best['cloud']}, {best['pricing_model']}{mine}) with {best['stack_name']}: "
-        f"{count(best['chips'], 'chip')}, {per_million_tokens(best['usd_per_million_tokens'])}, "
+        f"{count(best['chips'], 'chip')}{_rented_head(best)}, {per_million_tokens(best['usd_per_million_tokens'])}, "
         f"{usd(best['usd_per_month'])} a month"
     )
     return ServingRecommendation(

@@ -394,6 +394,13 @@ def node_chips() -> pl.Expr:
     )
 
 
+def fewest_chips_first(frame: pl.DataFrame, chips: str, per_chip: str) -> pl.DataFrame:
+    """Replica configurations in the order a fleet picks them: the fewest ``chips``; ties, the smallest replica (it
+    fits the most instance sizes: two 1-GPU A10G instances, not an 8-GPU one rented whole for a 2-GPU replica), then
+    the most throughput ``per_chip``."""
+    return frame.sort([chips, "tensor_parallel", per_chip], descending=[False, False, True])
+
+
 def layout() -> pl.Expr:
     """A replica's layout in words: "TP8", or "TP8 x PP2" for a pipeline of two 8-chip stages."""
     stages = pl.col("pipeline_parallel")
