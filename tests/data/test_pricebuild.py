@@ -254,3 +254,15 @@ def test_aws_rates_per_chip_are_of_whole_instances():
     assert (prices["price_basis"] != "per chip-hour as published").all()
     quotes = catalog.load().price_quotes(("capacity-block",), ("aws",))
     assert quotes["whole_node"].all()
+    # so are the other clouds' named nodes; a rate of no named instance stays per chip
+    rows = catalog.load().prices.filter(~pl.col("excluded"))
+    nodes = dict(rows.select(pl.concat_str("cloud", "instance_type", separator="|"), "chips_per_instance").iter_rows())
+    for name in (
+        "coreweave|NVIDIA HGX H100 (8 GPU)",
+        "lambda|8x NVIDIA B200 SXM6",
+        "oracle|BM.GPU.MI300X.8",
+        "azure|Standard_ND96isr_MI300X_v5",
+        "gcp|a3-highgpu-8g",
+    ):
+        assert nodes[name] == 8, name
+    assert nodes["hyperstack|NVIDIA H100 SXM"] == 1 and nodes["gcp|tpu-v6e (per chip)"] == 1

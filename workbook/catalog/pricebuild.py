@@ -417,13 +417,22 @@ def _flag(frame: pl.DataFrame, condition: pl.Expr, flag: str) -> pl.DataFrame:
     )
 
 
+# How an instance's name states its GPUs: "u-p6e-gb200x72 (72 GPUs)", "NVIDIA HGX H100 (8 GPU)" (CoreWeave), "8x NVIDIA
+# H100 SXM" (Lambda), "a3-highgpu-8g" (GCP), "BM.GPU.MI300X.8" (Oracle)
+AZURE_ND96 = "Standard_ND96"  # Azure's ND96 sizes carry 8 GPUs (ND96asr_v4: A100, ND96isr_H100_v5, ND96isr_MI300X_v5)
+NAMED_CHIPS = (r"\((\d+) (?:GPUs?|chips)\)", r"^(\d+)x ", r"-(\d+)g$", r"^BM\.GPU\..*\.(\d+)$")
+
+
 def _whole_instances(frame: pl.DataFrame) -> pl.DataFrame:
-    """AWS sells instances whole, under every pricing model: a Capacity Block reserves instances (up to 64 per block)
-    or whole UltraServers (u-p6e-gb200x72: 72 GPUs joined by NVLink), never single GPUs (EC2 User Guide, 'Capacity
-    Blocks for ML'; EC2 API reference, CapacityBlock), and savings plans and reserved instances cover instances. So a
-    rate published per chip-hour for a named AWS instance is a share of that instance, rented whole
-    (:data:`workbook.catalog.loading.WHOLE_INSTANCE_BASIS`): its chips are those the extracts give the same
-    instance, else those its name states ("(72 GPUs)"), else the accelerator's node (``block_chips``: p6-b200's 8)."""
+    """A rate published per GPU-hour for a named multi-GPU instance is a share of an instance rented whole
+    (:data:`workbook.catalog.loading.WHOLE_INSTANCE_BASIS`). AWS sells instances whole under every pricing model: a
+    Capacity Block reserves instances (up to 64 per block) or whole UltraServers (u-p6e-gb200x72: 72 GPUs joined by
+    NVLink), never single GPUs (EC2 User Guide, 'Capacity Blocks for ML'; EC2 API reference, CapacityBlock), and
+    savings plans and reserved instances cover instances; so do the other clouds' named nodes (CoreWeave's HGX nodes,
+    Lambda's 8x, Azure's ND96, GCP's -8g machine types, Oracle's bare metal). Its chips are those the extracts give the
+    same instance, else those its name states (:data:`NAMED_CHIPS`), else, on AWS, the accelerator's node
+    (``block_chips``: p6-b200's 8). A rate of no named instance (hyperstack's "NVIDIA H100 SXM", a TPU's "(per chip)")
+    stays per chip."""
     known = (
         frame.filter(pl.col("price_basis") != "per chip-hour as published")
         .group_by("cloud", "instance_type")
@@ -432,9 +441,12 @@ def _whole_instances(frame: pl.DataFrame) -> pl.DataFrame:
     nodes = loading.read_table(loading.DATA_DIR / "accelerators.csv", schemas.Accelerators).select(
         "accelerator_id", pl.col("block_chips").alias("_node")
     )
-    named = pl.col("instance_type").str.extract(r"\((\d+) (?:GPUs|chips)\)").cast(pl.Int64)
-    chips = pl.coalesce(pl.col("_chips"), named, pl.col("_node"))
-    whole = (pl.col("cloud") == "aws") & (pl.col("price_basis") == "per chip-hour as published") & chips.is_not_null()
+    named = pl.coalesce(
+        *(pl.col("instance_type").str.extract(pattern).cast(pl.Int64) for pattern in NAMED_CHIPS),
+        pl.when(pl.col("instance_type").str.starts_with(AZURE_ND96)).then(8),
+    )
+    chips = pl.coalesce(pl.col("_chips"), named, pl.when(pl.col("cloud") == "aws").then(pl.col("_node")))
+    whole = (pl.col("price_basis") == "per chip-hour as published") & chips.is_not_null()
     return (
         frame.join(known, on=["cloud", "instance_type"], how="left")
         .join(nodes, on="accelerator_id", how="left")
