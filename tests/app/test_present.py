@@ -141,3 +141,16 @@ def test_a_price_rows_regions_read_as_a_list():
     assert present.regions("us-central1") == "us-central1"
     column = pl.DataFrame({"r": ["a;b;c", "d"]}).select(present.regions_column(pl.col("r")))["r"].to_list()
     assert column == ["a, b, c", "d"]
+
+
+def test_the_serving_table_says_how_many_chips_a_fleet_rents():
+    from workbook import serving
+
+    # 70B at 3 requests/s on AWS H100s: 2 chips on a p5.48xlarge rented whole
+    s = serving.ServeScenario(
+        model=ModelSpec.from_params(70e9), requests_per_s=3, accelerators=("h100-sxm",), clouds=("aws",)
+    )
+    frame = serving.evaluate_serving(s).filter(pl.col("feasible"))
+    row = frame.row(0, named=True)
+    assert row["rented_chips"] == 8 > row["chips"]
+    assert f"{row['replicas']} x {row['chips_per_replica']}, 8 rented" in views.serving_table(frame)

@@ -151,15 +151,17 @@ def serving_card(rec, model_label: str = "") -> str:
 
 
 def _replicas_cell(option: dict) -> str:
-    """Replicas x chips each, and the pipeline's nodes when a replica spans several."""
+    """Replicas x chips each, the pipeline's nodes when a replica spans several, and the chips billed where whole
+    instances hold more than the fleet uses."""
     if option["replicas"] is None:
         return "–"
     stages = option.get("pipeline_parallel") or 1
     nodes = f" ({stages} nodes)" if stages > 1 else ""
     replicas = f"{option['replicas']:,} x {option['chips_per_replica']}{nodes}"
     if option.get("disaggregated"):
-        return f"prefill {option['prefill_replicas']:,} x {option['prefill_chips_per_replica']}, decode {replicas}"
-    return replicas
+        replicas = f"prefill {option['prefill_replicas']:,} x {option['prefill_chips_per_replica']}, decode {replicas}"
+    rented = option.get("rented_chips") or 0
+    return replicas + (f", {rented:,} rented" if rented > option["chips"] else "")
 
 
 def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
