@@ -110,11 +110,20 @@ def count(n: int, word: str, plural: str | None = None) -> str:
 
 
 def price_basis(option: dict, pick: str = "median") -> str:
-    """Where an option's price comes from: "your price" (a negotiated file) or "median of 3 list-price quotes"
-    (``pick``: how the price was chosen among the quotes, e.g. "the cheapest")."""
+    """Where an option's price comes from: "your price" (a negotiated file), "median of 3 list-price quotes"
+    (``pick``: how the price was chosen among the quotes, e.g. "the cheapest") or "the only list-price quote"."""
     if option.get("user_price"):
         return "your price"
+    if option["price_rows"] == 1:
+        return "the only list-price quote"
     return f"{pick} of {count(option['price_rows'], 'list-price quote')}"
+
+
+def typical_words(option: dict) -> str:
+    """ "; typical $3.25": the median of the quotes an option's price was chosen from; nothing where it had one."""
+    if option["price_rows"] == 1 or option.get("user_price"):
+        return ""
+    return f"; typical ${option['usd_per_chip_hour_typical']:.2f}"
 
 
 def rented_words(option: dict) -> str:

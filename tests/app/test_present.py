@@ -154,3 +154,17 @@ def test_the_serving_table_says_how_many_chips_a_fleet_rents():
     row = frame.row(0, named=True)
     assert row["rented_chips"] == 8 > row["chips"]
     assert f"{row['replicas']} x {row['chips_per_replica']}, 8 rented" in views.serving_table(frame)
+
+
+@pytest.mark.parametrize(
+    ("rows", "user", "basis", "typical"),
+    [
+        (3, False, "the cheapest of 3 list-price quotes", "; typical $2.50"),
+        (1, False, "the only list-price quote", ""),
+        (1, True, "your price", ""),
+    ],
+)
+def test_a_price_names_its_quotes_and_a_typical_rate_only_where_there_are_several(rows, user, basis, typical):
+    option = {"price_rows": rows, "user_price": user, "usd_per_chip_hour_typical": 2.5}
+    assert present.price_basis(option, "the cheapest") == basis
+    assert present.typical_words(option) == typical

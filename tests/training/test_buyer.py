@@ -126,6 +126,24 @@ def test_small_instances_do_not_price_a_multi_node_job():
     assert picked["quote_usd_per_chip_hour"][0] < picked["quote_usd_per_chip_hour"][1]
 
 
+def test_the_quote_count_and_typical_rate_are_of_the_instances_that_can_run_the_job():
+    cat = catalog.load()
+    frame = pl.DataFrame({"accelerator_id": ["l4"], "cloud": ["aws"], "pricing_model": ["on-demand"]}).with_columns(
+        chips=pl.lit(64), block_chips=pl.lit(8), kind=pl.lit("gpu")
+    )
+    summary = cat.price_summary(("on-demand",), ("aws",)).filter(pl.col("accelerator_id") == "l4")
+    quotes = cat.price_quotes(("on-demand",), ("aws",)).filter(
+        (pl.col("accelerator_id") == "l4") & (pl.col("chips_per_instance") >= 8)
+    )
+    priced = cat.priced(frame.join(summary, on=["accelerator_id", "cloud", "pricing_model"]), ("on-demand",))
+    row = priced.row(0, named=True)
+    # one-GPU g6 instances are quoted too, but cannot hold an eight-GPU block: they are not this job's quotes
+    assert 0 < quotes.height < summary["price_rows"].item()
+    assert row["price_rows"] == quotes.height
+    assert row["usd_per_chip_hour_typical"] == pytest.approx(quotes["usd_per_chip_hour"].median())
+    assert row["usd_per_chip_hour"] <= row["usd_per_chip_hour_typical"] == row["usd_per_chip_hour_high"]
+
+
 def test_jax_team_on_tpu_pays_no_porting_and_porting_moves_the_finish():
     base = Scenario(
         model=ModelSpec.from_params(7e9),

@@ -127,7 +127,8 @@ class Catalog:
         least min(job chips, the accelerator's node or slice block) chips, and is rented whole: ``rented_chips``, the
         job's chips rounded up to whole instances (12 H100s on p5.48xlarge rent 16), all billed, so the cheapest
         quote is the cheapest per chip the job uses. TPU slices are priced linearly per chip and per-chip rates
-        name the full node, so they always qualify and rent the job's chips.
+        name the full node, so they always qualify and rent the job's chips. ``quote_rows`` and
+        ``quote_typical_usd_per_chip_hour``: how many quotes can run the job, and their median rate.
         """
         fits = (
             ~pl.col("whole_node")
@@ -161,7 +162,12 @@ class Catalog:
                 # the chips one rents at a time: the instance's where it is rented whole, else one
                 rent_unit=pl.when(whole).then(pl.col("chips_per_instance")).otherwise(1).cast(pl.Int64),
             )
-            .with_columns(_per_used_chip=pl.col("quote_usd_per_chip_hour") * pl.col("rented_chips") / pl.col("chips"))
+            .with_columns(
+                _per_used_chip=pl.col("quote_usd_per_chip_hour") * pl.col("rented_chips") / pl.col("chips"),
+                # the quotes that can run the job: how many, and their typical (median) rate
+                quote_rows=pl.len().over("row"),
+                quote_typical_usd_per_chip_hour=pl.col("quote_usd_per_chip_hour").median().over("row"),
+            )
             .sort(  # ties (same price, same date) go to the first region and instance by name: the same every run
                 "_per_used_chip",
                 "quote_as_of",
@@ -185,16 +191,22 @@ class Catalog:
 
     def priced(self, frame: pl.DataFrame, pricing: tuple[str, ...], clouds: tuple[str, ...] = ()) -> pl.DataFrame:
         """``frame`` (per option: accelerator_id, cloud, pricing_model, chips, block_chips, kind and the price
-        summary's ``usd_per_chip_hour_typical``) with its price: the cheapest region and instance that can run its
-        chips (:meth:`cheapest_quotes`: ``region``, ``instance_type``, ``rented_chips``), the typical (median) quote
-        kept beside it. Band: the cheapest quote .. the typical one (what a buyer pays if the cheapest region has no
-        room). Training and serving price their options with it, so a chip costs the same on both tabs."""
+        summary's ``usd_per_chip_hour_typical`` and ``price_rows``) with its price: the cheapest region and instance
+        that can run its chips (:meth:`cheapest_quotes`: ``region``, ``instance_type``, ``rented_chips``), and, where
+        one can, the typical (median) quote and the count of the quotes that can (a smaller instance's quote is not
+        what this option would pay). Band: the cheapest quote .. the typical one (what a buyer pays if the cheapest
+        region has no room). Training and serving price their options with it, so a chip costs the same on both
+        tabs."""
         frame = frame.with_row_index("row")
         quotes = self.cheapest_quotes(frame, pricing, clouds)
         price = pl.col("quote_usd_per_chip_hour")
         return (
             frame.join(quotes, on="row", how="left")
             .drop("row")
+            .with_columns(
+                usd_per_chip_hour_typical=pl.coalesce("quote_typical_usd_per_chip_hour", "usd_per_chip_hour_typical"),
+                price_rows=pl.coalesce("quote_rows", "price_rows"),
+            )
             .with_columns(
                 usd_per_chip_hour=price,
                 usd_per_chip_hour_low=price,
@@ -203,7 +215,14 @@ class Catalog:
                 price_as_of_approx=pl.col("quote_as_of_approx"),
                 price_secondary_source=pl.col("quote_secondary_source"),
             )
-            .drop("quote_usd_per_chip_hour", "quote_as_of", "quote_as_of_approx", "quote_secondary_source")
+            .drop(
+                "quote_usd_per_chip_hour",
+                "quote_as_of",
+                "quote_as_of_approx",
+                "quote_secondary_source",
+                "quote_typical_usd_per_chip_hour",
+                "quote_rows",
+            )
         )
 
     def capacity_for(self, options: pl.DataFrame) -> pl.DataFrame:

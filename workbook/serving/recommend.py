@@ -26,6 +26,7 @@ from workbook.present import (
     price_basis,
     rented_words,
     token_price,
+    typical_words,
     usd,
     whole_instances,
 )
@@ -469,9 +470,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])}: its share of the "
         f"{_mean_count(best['sequences'])} sequences in flight on average in each replica{_spread_words(scenario)}).",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']} at ${best['usd_per_chip_hour']:.2f} per "
-        f"chip-hour: {price_basis(best, 'the cheapest')}{_quote_words(best)}, as of {best['price_as_of']:%Y-%m}; "
-        "typical "
-        f"${best['usd_per_chip_hour_typical']:.2f}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
+        f"chip-hour: {price_basis(best, 'the cheapest')}{_quote_words(best)}, as of {best['price_as_of']:%Y-%m}"
+        f"{typical_words(best)}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
         f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.{rented_words(best)}"
         f"{_spare_words(best)}",
         range_line(best),

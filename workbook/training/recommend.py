@@ -30,6 +30,7 @@ from workbook.present import (
     price_basis,
     regions,
     rented_words,
+    typical_words,
     usd,
 )
 from workbook.training import options
@@ -551,10 +552,8 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     )
     reasons.append(
         f"Price: ${best['usd_per_chip_hour']:.2f} per chip-hour, {price_basis(best, 'the cheapest')} "
-        f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({instance_place(best)}); "
-        f"typical ${best['usd_per_chip_hour_typical']:.2f}; as of {age}{best['price_as_of']:%Y-%m}."
-        + rented_words(best)
-        + caveat
+        f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({instance_place(best)})"
+        f"{typical_words(best)}; as of {age}{best['price_as_of']:%Y-%m}." + rented_words(best) + caveat
     )
     reasons.append(_main_risk(best))
     bill = f" ({bill_words(best)})" if best["term_months"] else ""
