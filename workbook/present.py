@@ -127,15 +127,21 @@ def typical_words(option: dict) -> str:
 
 
 def rented_words(option: dict) -> str:
-    """Where an option's instance is rented whole and its chips do not fill their instances: how many are billed."""
+    """Where an option's instance (a TPU's slice hosts) is rented whole and its chips do not fill them: how many are
+    billed."""
     rented = option.get("rented_chips")
     if rented is None or rented <= option["chips"]:
         return ""
-    instances = rented // option["chips_per_instance"]
+    unit, chips = option["rent_unit"], option["chips"]
+    takes = f"{count(chips, 'chip')} {'takes' if chips == 1 else 'take'}"
+    if option["kind"] == "tpu":
+        return (
+            f" {option['name']} is rented in whole {unit}-chip VM hosts: {takes} {count(rented // unit, 'host')}, and "
+            f"all {rented:,} chips are billed."
+        )
     return (
-        f" {option['instance_type']} is rented whole, {count(option['chips_per_instance'], 'chip')} each: "
-        f"{count(option['chips'], 'chip')} {'takes' if option['chips'] == 1 else 'take'} "
-        f"{count(instances, 'instance')}, and all {rented:,} chips are billed."
+        f" {option['instance_type']} is rented whole, {count(unit, 'chip')} each: {takes} "
+        f"{count(rented // unit, 'instance')}, and all {rented:,} chips are billed."
     )
 
 

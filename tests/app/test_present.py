@@ -168,3 +168,10 @@ def test_a_price_names_its_quotes_and_a_typical_rate_only_where_there_are_severa
     option = {"price_rows": rows, "user_price": user, "usd_per_chip_hour_typical": 2.5}
     assert present.price_basis(option, "the cheapest") == basis
     assert present.typical_words(option) == typical
+
+
+def test_a_tpu_fleet_that_does_not_fill_its_hosts_says_what_is_billed():
+    option = {"kind": "tpu", "name": "Google TPU7x", "chips": 3, "rented_chips": 4, "rent_unit": 4}
+    words = present.rented_words(option)
+    assert "whole 4-chip VM hosts: 3 chips take 1 host, and all 4 chips are billed" in words
+    assert present.rented_words({**option, "chips": 4}) == ""

@@ -126,6 +126,26 @@ def test_small_instances_do_not_price_a_multi_node_job():
     assert picked["quote_usd_per_chip_hour"][0] < picked["quote_usd_per_chip_hour"][1]
 
 
+@pytest.mark.parametrize(
+    ("tpu", "chips", "block", "rented"),
+    [
+        ("tpu-v7", 3, 1, 4),  # three one-chip replicas: TPU7x has no single-chip slice, one 4-chip host
+        ("tpu-v7", 6, 64, 8),  # a 6-chip job: two hosts
+        ("tpu-v6e", 3, 1, 3),  # v6e-1 slices: one chip each
+        ("tpu-v6e", 6, 2, 8),  # replicas of two chips need 2x2 slices: whole hosts
+        ("tpu-v5p", 1, 64, 4),  # v5p's smallest slice is one full host (2x2x1)
+        ("tpu-v5e", 1, 256, 1),
+    ],
+)
+def test_a_tpu_rents_whole_slices(tpu, chips, block, rented):
+    cat = catalog.load()
+    jobs = pl.DataFrame(
+        {"row": [0], "accelerator_id": [tpu], "cloud": ["gcp"], "pricing_model": ["on-demand"], "chips": [chips]}
+    ).with_columns(block_chips=pl.lit(block), kind=pl.lit("tpu"))
+    picked = cat.cheapest_quotes(jobs, ("on-demand",))
+    assert picked["rented_chips"].to_list() == [rented]
+
+
 def test_the_quote_count_and_typical_rate_are_of_the_instances_that_can_run_the_job():
     cat = catalog.load()
     frame = pl.DataFrame({"accelerator_id": ["l4"], "cloud": ["aws"], "pricing_model": ["on-demand"]}).with_columns(

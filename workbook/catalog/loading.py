@@ -53,6 +53,9 @@ WHOLE_NODE_BASES = (  # see pricebuild: an instance price / chips in each (after
     "list price x published cut factor",
     WHOLE_INSTANCE_BASIS,
 )
+# A TPU slice of more than one chip is whole VM hosts of 4 chips (v4 to TPU7x: Google Cloud's TPU configuration
+# tables, "4-chip VM"; v5p's smallest slice 2x2x1, one full host).
+TPU_HOST_CHIPS = 4
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity (memoised defaults)
@@ -127,8 +130,10 @@ class Catalog:
         least min(job chips, the accelerator's node or slice block) chips, and is rented whole: ``rented_chips``, the
         job's chips rounded up to whole instances (12 H100s on p5.48xlarge rent 16), all billed, so the cheapest
         quote is the cheapest per chip the job uses. TPU slices are priced linearly per chip and per-chip rates
-        name the full node, so they always qualify and rent the job's chips. ``quote_rows`` and
-        ``quote_typical_usd_per_chip_hour``: how many quotes can run the job, and their median rate.
+        name the full node, so they always qualify; a TPU job rents whole slices: one chip where single-chip slices
+        exist (v5e, v6e) and it needs one, else whole 4-chip VM hosts (``smallest_slice_chips``,
+        data/accelerators.csv). ``quote_rows`` and ``quote_typical_usd_per_chip_hour``: how many quotes can run the
+        job, and their median rate.
         """
         fits = (
             ~pl.col("whole_node")
@@ -149,18 +154,25 @@ class Catalog:
             pl.col("secondary_source").alias("quote_secondary_source"),
             "user_price",
         )
-        whole = pl.col("whole_node") & (pl.col("kind") != "tpu")
-        rented = pl.when(whole).then(
-            (pl.col("chips") / pl.col("chips_per_instance")).ceil() * pl.col("chips_per_instance")
+        tpu = pl.col("kind") == "tpu"
+        # A TPU is rented as slices: one chip where a single-chip slice exists and the job needs no more on one
+        # slice, else whole 4-chip VM hosts (a 3-chip fleet of one-chip replicas on TPU7x rents one host of 4).
+        slice_unit = (
+            pl.when(pl.col("smallest_slice_chips") >= pl.min_horizontal(pl.col("chips"), pl.col("block_chips")))
+            .then(pl.col("smallest_slice_chips"))
+            .otherwise(TPU_HOST_CHIPS)
         )
+        unit = pl.when(pl.col("whole_node") & ~tpu).then(pl.col("chips_per_instance")).when(tpu).then(slice_unit)
+        slices = self.accelerators.select("accelerator_id", "smallest_slice_chips")
         return (
             jobs.select("row", "accelerator_id", "cloud", "pricing_model", "chips", "block_chips", "kind")
             .join(quotes, on=["accelerator_id", "cloud", "pricing_model"])
             .filter(fits)
+            .join(slices, on="accelerator_id", how="left")
+            # the chips one rents at a time: an instance rented whole, a TPU slice's unit, else one
+            .with_columns(rent_unit=unit.otherwise(1).cast(pl.Int64))
             .with_columns(
-                rented_chips=rented.otherwise(pl.col("chips")).cast(pl.Int64),
-                # the chips one rents at a time: the instance's where it is rented whole, else one
-                rent_unit=pl.when(whole).then(pl.col("chips_per_instance")).otherwise(1).cast(pl.Int64),
+                rented_chips=((pl.col("chips") / pl.col("rent_unit")).ceil() * pl.col("rent_unit")).cast(pl.Int64)
             )
             .with_columns(
                 _per_used_chip=pl.col("quote_usd_per_chip_hour") * pl.col("rented_chips") / pl.col("chips"),
@@ -185,6 +197,7 @@ class Catalog:
                 "block_chips",
                 "kind",
                 "whole_node",
+                "smallest_slice_chips",
                 "_per_used_chip",
             )
         )

@@ -92,6 +92,9 @@ class Accelerators(pa.DataFrameModel):
     scaleout_bytes_per_s: float = pa.Field(gt=0)
     scaleout_basis: str = pa.Field(str_length={"min_value": 3})
     block_chips: int = pa.Field(ge=1)
+    # TPU: the fewest chips a slice holds (1 where single-chip slices exist, else one 4-chip VM host); null elsewhere,
+    # where an instance's quote says what is rented
+    smallest_slice_chips: Optional[int] = pa.Field(nullable=True, ge=1)
     max_job_chips: int = pa.Field(ge=1)
     max_job_note: str
     max_job_basis: str = pa.Field(isin=MAX_JOB_BASES)

@@ -211,7 +211,10 @@ def _commitment_line(o: dict) -> list[str]:
 
 
 def _quote_words(o: dict) -> str:
-    """The quote a fleet is priced at: an instance rented whole that can hold a replica, or a rate per chip."""
+    """The quote a fleet is priced at: an instance rented whole that can hold a replica, a TPU's rate per chip (the
+    same for every slice size) or a rate per chip."""
+    if o["kind"] == "tpu":
+        return f", billed per chip of its slices (quoted for {instance_place(o)}; the same per chip at every size)"
     if (o.get("rent_unit") or 1) > 1:
         return f" that can hold a replica, {instance_place(o)}"
     return f", billed per chip ({instance_place(o)})"
@@ -379,7 +382,8 @@ def _compare(best: dict, other: dict) -> str:
     saving = 1 - best["usd_per_million_tokens"] / other["usd_per_million_tokens"]
     return (
         f"{saving:.0%} cheaper per token than {other['name']} on {other['cloud']} with {other['stack_name']} "
-        f"({per_million_tokens(other['usd_per_million_tokens'])}, {count(other['chips'], 'chip')})."
+        f"({per_million_tokens(other['usd_per_million_tokens'])}, "
+        f"{count(other['chips'], 'chip')}{_rented_head(other)})."
     )
 
 

@@ -564,6 +564,7 @@ OUTPUT_COLUMNS = [
     "instance_type",
     "chips_per_instance",
     "rented_chips",  # the job's chips in whole instances where an instance is rented whole: what is billed
+    "rent_unit",  # the chips rented at a time (an instance rented whole, a TPU slice's unit; 1 where billed per chip)
     "price_rows",
     "price_as_of",
     "price_as_of_approx",
