@@ -126,6 +126,24 @@ def typical_words(option: dict) -> str:
     return f"; typical ${option['usd_per_chip_hour_typical']:.2f}"
 
 
+# A quote this much older than the newest in the data is told as such: cloud GPU list prices move by a quarter to a
+# half within a year (AWS cut P4d, P5 and P5en rates 25-45% in June 2025), so an older one may be far off (judgement).
+STALE_PRICE_YEARS = 2.0
+
+
+def stale_words(option: dict) -> str:
+    """ " The price dates from 2022-12, ...": where the option's price is a list quote over :data:`STALE_PRICE_YEARS`
+    older than the newest quote in the data; nothing otherwise."""
+    age = option.get("price_age_years")
+    if age is None or age < STALE_PRICE_YEARS or option.get("user_price"):
+        return ""
+    return (
+        f" The price dates from {option['price_as_of']:%Y-%m}, {age:.0f} years before the newest quote in the data, "
+        "and GPU list prices have moved since (AWS cut its P4 and P5 rates by 25-45% in June 2025): confirm it "
+        "before committing."
+    )
+
+
 def rented_words(option: dict) -> str:
     """Where an option's instance (a TPU's slice hosts) is rented whole and its chips do not fill them: how many are
     billed."""

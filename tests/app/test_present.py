@@ -1,5 +1,6 @@
 """Numbers and names for people, and HTML whose every class has a style in the one stylesheet."""
 
+import datetime as dt
 import re
 
 import polars as pl
@@ -175,3 +176,11 @@ def test_a_tpu_fleet_that_does_not_fill_its_hosts_says_what_is_billed():
     words = present.rented_words(option)
     assert "whole 4-chip VM hosts: 3 chips take 1 host, and all 4 chips are billed" in words
     assert present.rented_words({**option, "chips": 4}) == ""
+
+
+@pytest.mark.parametrize(("age", "user", "told"), [(3.9, False, True), (1.5, False, False), (3.9, True, False)])
+def test_a_price_years_older_than_the_data_says_so(age, user, told):
+    option = {"price_age_years": age, "user_price": user, "price_as_of": dt.date(2022, 12, 9)}
+    words = present.stale_words(option)
+    assert ("The price dates from 2022-12, 4 years before the newest quote" in words) is told
+    assert bool(words) is told

@@ -162,6 +162,8 @@ def test_the_quote_count_and_typical_rate_are_of_the_instances_that_can_run_the_
     assert row["price_rows"] == quotes.height
     assert row["usd_per_chip_hour_typical"] == pytest.approx(quotes["usd_per_chip_hour"].median())
     assert row["usd_per_chip_hour"] <= row["usd_per_chip_hour_typical"] == row["usd_per_chip_hour_high"]
+    newest = cat.usable_prices()["as_of"].max()
+    assert row["price_age_years"] == pytest.approx((newest - row["price_as_of"]).days / 365)
 
 
 def test_jax_team_on_tpu_pays_no_porting_and_porting_moves_the_finish():

@@ -39,6 +39,7 @@ from workbook.catalog import schemas
 from workbook.errors import DataError, InputError
 from workbook.model.spec import PRESETS
 from workbook.model.sustained import sustained_compute_factors
+from workbook.model.units import DAYS_PER_YEAR
 from workbook.present import grouped
 
 DATA_DIR_ENV = "WORKBOOK_DATA_DIR"
@@ -208,11 +209,12 @@ class Catalog:
         that can run its chips (:meth:`cheapest_quotes`: ``region``, ``instance_type``, ``rented_chips``), and, where
         one can, the typical (median) quote and the count of the quotes that can (a smaller instance's quote is not
         what this option would pay). Band: the cheapest quote .. the typical one (what a buyer pays if the cheapest
-        region has no room). Training and serving price their options with it, so a chip costs the same on both
-        tabs."""
+        region has no room). ``price_age_years``: how much older the quote is than the newest in the data. Training
+        and serving price their options with it, so a chip costs the same on both tabs."""
         frame = frame.with_row_index("row")
         quotes = self.cheapest_quotes(frame, pricing, clouds)
         price = pl.col("quote_usd_per_chip_hour")
+        newest = self.usable_prices()["as_of"].max()  # the data's own date: a quote's age is against it
         return (
             frame.join(quotes, on="row", how="left")
             .drop("row")
@@ -225,6 +227,7 @@ class Catalog:
                 usd_per_chip_hour_low=price,
                 usd_per_chip_hour_high=pl.max_horizontal(price, pl.col("usd_per_chip_hour_typical")),
                 price_as_of=pl.col("quote_as_of"),
+                price_age_years=(pl.lit(newest) - pl.col("quote_as_of")).dt.total_days() / DAYS_PER_YEAR,
                 price_as_of_approx=pl.col("quote_as_of_approx"),
                 price_secondary_source=pl.col("quote_secondary_source"),
             )

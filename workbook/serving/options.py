@@ -459,6 +459,7 @@ SERVE_COLUMNS = [
     "kwh_per_million_tokens",
     "price_rows",
     "price_as_of",
+    "price_age_years",  # how much older the quote is than the newest in the data
     "price_secondary_source",
     "user_price",
 ]

@@ -25,6 +25,7 @@ from workbook.present import (
     per_million_tokens,
     price_basis,
     rented_words,
+    stale_words,
     token_price,
     typical_words,
     usd,
@@ -477,7 +478,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"chip-hour: {price_basis(best, 'the cheapest')}{_quote_words(best)}, as of {best['price_as_of']:%Y-%m}"
         f"{typical_words(best)}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
         f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.{rented_words(best)}"
-        f"{_spare_words(best)}",
+        f"{_spare_words(best)}{stale_words(best)}",
         range_line(best),
         *_targets_cost_line(best),
         *_commitment_line(best),

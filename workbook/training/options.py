@@ -567,6 +567,7 @@ OUTPUT_COLUMNS = [
     "rent_unit",  # the chips rented at a time (an instance rented whole, a TPU slice's unit; 1 where billed per chip)
     "price_rows",
     "price_as_of",
+    "price_age_years",  # how much older the quote is than the newest in the data
     "price_as_of_approx",
     "price_secondary_source",
     "user_price",

@@ -30,6 +30,7 @@ from workbook.present import (
     price_basis,
     regions,
     rented_words,
+    stale_words,
     typical_words,
     usd,
 )
@@ -553,7 +554,10 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
     reasons.append(
         f"Price: ${best['usd_per_chip_hour']:.2f} per chip-hour, {price_basis(best, 'the cheapest')} "
         f"on {best['cloud']} that can run {count(best['chips'], 'chip')} ({instance_place(best)})"
-        f"{typical_words(best)}; as of {age}{best['price_as_of']:%Y-%m}." + rented_words(best) + caveat
+        f"{typical_words(best)}; as of {age}{best['price_as_of']:%Y-%m}."
+        + rented_words(best)
+        + stale_words(best)
+        + caveat
     )
     reasons.append(_main_risk(best))
     bill = f" ({bill_words(best)})" if best["term_months"] else ""
