@@ -485,6 +485,7 @@ SERVE_KEYS = [
     "kv_transfer_ms",
     "replicas",
     "chips",
+    "chips_needed",
     "rented_chips",
     "instance_type",
     "region",

@@ -147,14 +147,18 @@ def test_a_price_rows_regions_read_as_a_list():
 def test_the_serving_table_says_how_many_chips_a_fleet_rents():
     from workbook import serving
 
-    # 70B at 3 requests/s on AWS H100s: 2 chips on a p5.48xlarge rented whole
+    # 70B at 3 requests/s on AWS H100s: 2 chips would do, on a p5.48xlarge rented whole: the fleet runs on all 8
     s = serving.ServeScenario(
         model=ModelSpec.from_params(70e9), requests_per_s=3, accelerators=("h100-sxm",), clouds=("aws",)
     )
     frame = serving.evaluate_serving(s).filter(pl.col("feasible"))
     row = frame.row(0, named=True)
-    assert row["rented_chips"] == 8 > row["chips"]
-    assert f"{row['replicas']} x {row['chips_per_replica']}, 8 rented" in views.serving_table(frame)
+    assert row["rented_chips"] == row["chips"] == 8
+    assert f"{row['replicas']} x {row['chips_per_replica']}</td>" in views.serving_table(frame)
+    # replicas of 16 on a 72-GPU rack: 4 fill 64, and the other 8 cannot hold a fifth
+    assert views._replicas_cell({"replicas": 4, "chips_per_replica": 16, "chips": 64, "rented_chips": 72}) == (
+        "4 x 16, 72 rented"
+    )
 
 
 @pytest.mark.parametrize(

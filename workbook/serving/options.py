@@ -443,6 +443,7 @@ SERVE_COLUMNS = [
     "instance_type",
     "chips_per_instance",
     "rented_chips",  # the fleet's chips in whole instances: what is billed
+    "chips_needed",  # the chips the traffic needs (a fleet runs on all it rents: _on_rented_chips)
     "rent_unit",  # the chips rented at a time (an instance rented whole; 1 where billed per chip)
     "usd_per_hour",
     "usd_per_month",
@@ -503,8 +504,9 @@ def evaluate_serving(
     rented = pl.col("rented_chips")
     low = rented * pl.col("usd_per_chip_hour_low") * pl.col("model_error_low").exp()
     high = rented * pl.col("usd_per_chip_hour_high") * pl.col("model_error_high").exp()
+    priced = _priced(cat, s, frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left"))
     frame = (
-        _priced(cat, s, frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left"))
+        _on_rented_chips(priced, s)
         .join(_other_prices(cat, s), on="accelerator_id", how="left")
         .join(throughput_band(cat).for_options(frame), on=["stack", "accelerator_id", *KINDS], how="left")
         .with_columns(
@@ -580,6 +582,30 @@ def _priced(cat: Catalog, s: ServeScenario, frame: pl.DataFrame) -> pl.DataFrame
     replica_chips = pl.max_horizontal("tensor_parallel", "prefill_chips_per_replica")  # a split fleet's larger pool
     replicas = frame.with_columns(_node="block_chips", block_chips=pl.min_horizontal(replica_chips, "block_chips"))
     return cat.priced(replicas, s.pricing, s.clouds).with_columns(block_chips="_node").drop("_node")
+
+
+def _on_rented_chips(frame: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
+    """A fleet whose instances, rented whole, hold whole replicas more than its traffic needs runs on all of them:
+    they are billed either way, and more replicas carry less load each (3 replicas of 2 H100s on one p5.48xlarge run
+    as 4). Its replicas are read afresh at that load; ``chips_needed`` keeps the count the traffic needs. A split
+    fleet's two pools stay as sized."""
+    frame = frame.with_columns(chips_needed=pl.col("chips")).with_row_index("_row")
+    spare = (
+        ~pl.col("disaggregated")
+        & pl.col("serve_reason").is_null()
+        & pl.col("max_load_fraction").is_not_null()
+        & (pl.col("rented_chips") >= pl.col("chips") + pl.col("tensor_parallel"))
+    ).fill_null(False)  # unpriced: nothing rented
+    more = frame.filter(spare).with_columns(replicas=pl.col("rented_chips") // pl.col("tensor_parallel"))
+    if more.height == 0:
+        return frame.drop("_row")
+    demand_rps = s.output_tokens_per_s / s.output_tokens
+    rho = demand_rps / pl.col("replicas") / pl.col("capacity_rps")
+    read = replica.per_engine(more, lambda part, sched: replica.at_load(part, s, rho, sched)).with_columns(
+        chips=pl.col("replicas") * pl.col("tensor_parallel"),
+        utilisation=pl.col("requests_per_s_per_replica") / pl.col("capacity_within_targets_rps"),
+    )
+    return pl.concat([frame.filter(~spare), read.select(frame.columns)]).sort("_row").drop("_row")
 
 
 def _other_prices(cat: Catalog, s: ServeScenario) -> pl.DataFrame:

@@ -176,7 +176,7 @@ def _warnings(o: dict, scenario) -> list[str]:
 def _targets_cost_line(o: dict) -> list[str]:
     """Where the latency targets at least double the fleet (the replicas held far below the headroom target), what
     looser targets would save (:func:`workbook.serving.options.what_targets_cost`)."""
-    if o.get("relaxed_chips") is None or o["chips"] < COSTLY_TARGETS * o["relaxed_chips"]:
+    if o.get("relaxed_chips") is None or o.get("chips_needed", o["chips"]) < COSTLY_TARGETS * o["relaxed_chips"]:
         return []
     prompt = (
         f" (the 99th-percentile prompt alone takes {o['prefill_tail_ms']:,.0f} ms to prefill)"
@@ -226,15 +226,19 @@ def _rented_head(o: dict) -> str:
     return f" ({o['rented_chips']:,} rented)" if (o.get("rented_chips") or 0) > o["chips"] else ""
 
 
-def _spare_words(o: dict) -> str:
-    """Where the instances rented whole hold whole replicas more than the fleet needs: what they would add, free."""
-    rented, per_replica = o.get("rented_chips"), o["chips_per_replica"]
-    if rented is None or o.get("disaggregated") or rented - o["chips"] < per_replica:
+def _all_rented_words(o: dict) -> str:
+    """Where the fleet runs on more chips than its traffic needs, because its instances are rented whole: why."""
+    needed = o.get("chips_needed")
+    if needed is None or o["chips"] <= needed:
         return ""
-    more = (rented - o["chips"]) // per_replica
+    whole = (
+        f"{o['name']} is rented in whole {o['rent_unit']}-chip hosts"
+        if o["kind"] == "tpu"
+        else f"{o['instance_type']} is rented whole, {count(o['rent_unit'], 'chip')} each"
+    )
     return (
-        f" The {count(rented - o['chips'], 'spare chip')} would hold {count(more, 'more replica')} at no extra cost: "
-        "more headroom for peaks and a shorter queue."
+        f" {count(needed, 'chip')} would carry this traffic; {whole}, so the fleet runs on all {o['chips']:,} it "
+        "pays for, each replica at less load."
     )
 
 
@@ -292,7 +296,7 @@ def range_line(o: dict) -> str:
     }[o["model_error_scope"]]
     # whole replicas (chips one at a time for split pools, whose two kinds of replica differ)
     per = 1 if o.get("disaggregated") else o.get("chips_per_replica", 1)
-    low, high = (per * max(1, round(o["chips"] / per / ratio)) for ratio in (fewer, more))
+    low, high = (per * max(1, round(o.get("chips_needed", o["chips"]) / per / ratio)) for ratio in (fewer, more))
     chips = f"about {low:,} to {high:,} chips may be needed" if low < high else f"about {count(low, 'chip')} either way"
     return (
         f"Range {token_price(o['usd_per_million_tokens_low'])} to "
@@ -466,7 +470,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"tokens/s; {'it runs' if one else 'each runs'} at "
         f"{best['utilisation']:.0%} of the load your latency targets allow it ({ceiling_words(best)}; a replica's "
         f"limit is its {best['limit']}{_limit_cause_words(best)})"
-        f"{_router_words(best, scenario)}.",
+        f"{_router_words(best, scenario)}.{_all_rented_words(best)}",
         *([_disaggregation_line(best)] if best.get("disaggregated") else []),
         *_split_weighed_line(best, scenario),
         _latency_line(best, scenario),
@@ -478,7 +482,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         f"chip-hour: {price_basis(best, 'the cheapest')}{_quote_words(best)}, as of {best['price_as_of']:%Y-%m}"
         f"{typical_words(best)}); run at the {best['headroom']:.0%} load ceiling, the same replicas "
         f"would cost {per_million_tokens(best['usd_per_million_tokens_at_ceiling'])}.{rented_words(best)}"
-        f"{_spare_words(best)}{stale_words(best)}",
+        f"{stale_words(best)}",
         range_line(best),
         *_targets_cost_line(best),
         *_commitment_line(best),
