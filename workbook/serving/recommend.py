@@ -176,16 +176,20 @@ def _warnings(o: dict, scenario) -> list[str]:
 def _targets_cost_line(o: dict) -> list[str]:
     """Where the latency targets at least double the fleet (the replicas held far below the headroom target), what
     looser targets would save (:func:`workbook.serving.options.what_targets_cost`)."""
-    if o.get("relaxed_chips") is None or o.get("chips_needed", o["chips"]) < COSTLY_TARGETS * o["relaxed_chips"]:
+    needed = o.get("chips_needed", o["chips"])
+    if o.get("relaxed_chips") is None or needed < COSTLY_TARGETS * o["relaxed_chips"]:
+        return []
+    monthly = whole_instances(o["relaxed_chips"], o) * o["usd_per_chip_hour"] * HOURS_PER_MONTH
+    if monthly >= o["usd_per_month"]:  # the instances rented whole are no fewer: looser targets would save nothing
         return []
     prompt = (
         f" (the 99th-percentile prompt alone takes {o['prefill_tail_ms']:,.0f} ms to prefill)"
         if o.get("relaxed_ttft_ms") is not None
         else ""
     )
-    monthly = whole_instances(o["relaxed_chips"], o) * o["usd_per_chip_hour"] * HOURS_PER_MONTH
+    sized_load = o["load_fraction"] * o["chips"] / needed  # the load of the replicas the traffic needs
     return [
-        f"Your latency targets set the fleet's size: they hold each replica to {o['load_fraction']:.0%} of what it "
+        f"Your latency targets set the fleet's size: they hold each replica to {sized_load:.0%} of what it "
         f"could serve without them{prompt}. Allowing {o['relaxed_targets']}, what these replicas give at the load "
         f"that many would carry, at most {count(o['relaxed_chips'], 'chip')} would serve this traffic "
         f"({usd(monthly)} a month)."
