@@ -144,6 +144,14 @@ def stale_words(option: dict) -> str:
     )
 
 
+def rent_words(option: dict) -> str:
+    """How an option's chips are rented: "p5.48xlarge is rented whole, 8 chips each", "Google TPU7x is rented in whole
+    4-chip VM hosts"."""
+    if option["kind"] == "tpu":
+        return f"{option['name']} is rented in whole {option['rent_unit']}-chip VM hosts"
+    return f"{option['instance_type']} is rented whole, {count(option['rent_unit'], 'chip')} each"
+
+
 def rented_words(option: dict) -> str:
     """Where an option's instance (a TPU's slice hosts) is rented whole and its chips do not fill them: how many are
     billed."""
@@ -152,15 +160,8 @@ def rented_words(option: dict) -> str:
         return ""
     unit, chips = option["rent_unit"], option["chips"]
     takes = f"{count(chips, 'chip')} {'takes' if chips == 1 else 'take'}"
-    if option["kind"] == "tpu":
-        return (
-            f" {option['name']} is rented in whole {unit}-chip VM hosts: {takes} {count(rented // unit, 'host')}, and "
-            f"all {rented:,} chips are billed."
-        )
-    return (
-        f" {option['instance_type']} is rented whole, {count(unit, 'chip')} each: {takes} "
-        f"{count(rented // unit, 'instance')}, and all {rented:,} chips are billed."
-    )
+    held = count(rented // unit, "host" if option["kind"] == "tpu" else "instance")
+    return f" {rent_words(option)}: {takes} {held}, and all {rented:,} chips are billed."
 
 
 def whole_instances(chips: int, option: dict) -> int:

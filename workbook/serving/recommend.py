@@ -24,6 +24,7 @@ from workbook.present import (
     milliseconds,
     per_million_tokens,
     price_basis,
+    rent_words,
     rented_words,
     stale_words,
     token_price,
@@ -235,14 +236,9 @@ def _all_rented_words(o: dict) -> str:
     needed = o.get("chips_needed")
     if needed is None or o["chips"] <= needed:
         return ""
-    whole = (
-        f"{o['name']} is rented in whole {o['rent_unit']}-chip hosts"
-        if o["kind"] == "tpu"
-        else f"{o['instance_type']} is rented whole, {count(o['rent_unit'], 'chip')} each"
-    )
     return (
-        f" {count(needed, 'chip')} would carry this traffic; {whole}, so the fleet runs on all {o['chips']:,} it "
-        "pays for, each replica at less load."
+        f" {count(needed, 'chip')} would carry this traffic; {rent_words(o)}, so the fleet runs on all "
+        f"{o['chips']:,} it pays for, each replica at less load."
     )
 
 
