@@ -484,6 +484,18 @@ UNSERVED_NULL_COLUMNS = [
 ]
 
 
+def _rented_at_error(error: pl.Expr) -> pl.Expr:
+    """The chips an option would rent were its throughput exp(-``error``) of the model's (a bound of the model's
+    held-out error): the chips its traffic needs, scaled, in whole replicas (chips one at a time for split pools,
+    whose two kinds of replica differ) as the card's range line counts them, then in whole rented units. A fleet
+    that rents whole instances with room to spare keeps its bill where the error only fills that room: 2 H100s'
+    worth of traffic on one p5.48xlarge needs 3 at 1.5x the error and still rents the 8."""
+    per = pl.when(pl.col("disaggregated")).then(pl.lit(1)).otherwise(pl.col("chips_per_replica"))
+    chips = per * (pl.col("chips_needed") / per * error.exp()).round().clip(lower_bound=1)
+    unit = pl.col("rent_unit").fill_null(1)
+    return (chips / unit).ceil() * unit
+
+
 def evaluate_serving(
     s: ServeScenario, catalog: Catalog | None = None, efficiency: ServingEfficiency | None = None
 ) -> pl.DataFrame:
@@ -500,10 +512,10 @@ def evaluate_serving(
     )
     tokens_per_hour = demand * SECONDS_PER_HOUR / 1e6  # millions of output tokens served per hour
     # The ranges: the price spread, and the chips the model's held-out throughput error would add or save
-    # (:mod:`workbook.serving.band`).
+    # (:mod:`workbook.serving.band`), rented as the option rents them.
     rented = pl.col("rented_chips")
-    low = rented * pl.col("usd_per_chip_hour_low") * pl.col("model_error_low").exp()
-    high = rented * pl.col("usd_per_chip_hour_high") * pl.col("model_error_high").exp()
+    low = _rented_at_error(pl.col("model_error_low")) * pl.col("usd_per_chip_hour_low")
+    high = _rented_at_error(pl.col("model_error_high")) * pl.col("usd_per_chip_hour_high")
     priced = _priced(cat, s, frame.join(cat.price_summary(s.pricing, s.clouds), on="accelerator_id", how="left"))
     frame = (
         _on_rented_chips(priced, s)
