@@ -22,8 +22,10 @@ GB300, v6.0's, on TensorRT-LLM 1.2, 0.94x-1.09x on B200, B300, GB200 and GB300, 
 those chips served 0.69x-1.09x. So each kind of option (``KINDS``: pools or not, experts or not) takes the errors of
 its own kind at the chip and stack levels; every result at the last.
 
-A replica count follows the throughput, so the chips, and the cost at the user's traffic, scale as
-published / predicted: the cost's range is ``cost x exp(low)`` to ``cost x exp(high)`` (whole replicas aside).
+A replica count follows the throughput, so the chips the user's traffic needs scale as predicted / published: at
+each end of the range, the chips needed x exp(low) or x exp(high) in whole replicas, rented as the option rents
+(whole instances: :func:`workbook.serving.options._rented_at_error`), at that end's price. A fleet on one instance
+rented whole with room to spare keeps its bill where the error only fills that room.
 """
 
 from __future__ import annotations
