@@ -5,7 +5,8 @@ import dataclasses
 import polars as pl
 import pytest
 
-from workbook import catalog
+from workbook import catalog, serving
+from workbook.model.spec import ModelSpec
 from workbook.serving import published, validation
 from workbook.serving.calibration import calibrate
 
@@ -37,3 +38,16 @@ def llama70_replica(cat, eff):
     )
     assert reps.height == 1
     return reps, published.scenario(run)
+
+
+@pytest.fixture(scope="session")
+def aws_h100_small_fleet():
+    """A fleet smaller than the instance it rents: a 70B model at 3 requests/s on AWS's on-demand H100s, two chips'
+    worth of traffic on a p5.48xlarge (8 GPUs, rented whole)."""
+    return serving.ServeScenario(
+        model=ModelSpec.from_params(70e9),
+        requests_per_s=3,
+        accelerators=("h100-sxm",),
+        clouds=("aws",),
+        pricing=("on-demand",),
+    )

@@ -103,18 +103,15 @@ def test_the_cost_range_widens_the_price_spread_by_the_models_error(cat):
         )
 
 
-def test_a_fleet_rented_in_whole_instances_keeps_its_bill_where_the_models_error_fits_in_them(cat):
+def test_a_fleet_rented_in_whole_instances_keeps_its_bill_where_the_models_error_fits_in_them(
+    cat, aws_h100_small_fleet
+):
     # 3 requests/s of a 70B model on AWS's H100s: two chips' worth of traffic on one p5.48xlarge, rented whole (8
     # GPUs). The model's held-out error on the chip (published results 1.00x-1.06x of its throughput, measured when
     # written) moves the chips the traffic needs by a fraction of a chip, all within the 8 rented: the bill's range is
-    # the price quotes' spread (one quote here), not the bill scaled by the error ($38k-$47k before).
-    s = serving.ServeScenario(
-        model=ModelSpec.from_params(70e9),
-        requests_per_s=3,
-        accelerators=("h100-sxm",),
-        clouds=("aws",),
-        pricing=("on-demand",),
-    )
+    # the price quotes' spread alone, its low end the chosen (cheapest) quote's bill, not that bill scaled by the error
+    # ($38k-$47k a month before, $40k-$47k now).
+    s = aws_h100_small_fleet
     o = serving.evaluate_serving(s, cat).filter(pl.col("feasible")).row(0, named=True)
     assert o["rent_unit"] == 8 and o["rented_chips"] == 8 and o["chips_needed"] <= 4
     assert o["model_error_low"] < 0  # its results served more than the model predicts: fewer chips might do

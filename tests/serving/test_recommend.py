@@ -429,17 +429,11 @@ def test_a_chip_without_a_price_of_the_pricing_asked_names_the_pricing_it_has(ca
     assert f"could serve this on {row['chips']} chips, but has no on-demand price" in out and "cannot serve" not in out
 
 
-def test_a_fleet_rents_whole_instances_at_the_price_a_training_job_pays():
+def test_a_fleet_rents_whole_instances_at_the_price_a_training_job_pays(aws_h100_small_fleet):
     # 70B at 3 requests/s on AWS H100s: 2 chips would do, on a p5.48xlarge of 8, all 8 billed, so the fleet runs on all
     # 8 (more replicas, less load each: its latencies are lower than on 2); its price per chip-hour is the cheapest
     # quote that holds a replica, the one an 8-chip training job on AWS pays
-    s = serving.ServeScenario(
-        model=ModelSpec.from_params(70e9),
-        requests_per_s=3,
-        accelerators=("h100-sxm",),
-        clouds=("aws",),
-        pricing=("on-demand",),
-    )
+    s = aws_h100_small_fleet
     rec = serving.recommend_serving(serving.evaluate_serving(s), s)
     best = rec.best
     assert best["chips_needed"] == 2 and best["chips"] == best["rented_chips"] == 8
