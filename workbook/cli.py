@@ -296,6 +296,14 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         help="how requests reach replicas: to the least busy (default; prompts share one queue) or round-robin "
         "(each replica queues its own)",
     )
+    p.add_argument(
+        "--capacity-policy",
+        choices=serving.CAPACITY_POLICIES,
+        default="preempt",
+        help="a full KV cache: pause the newest sequences and prefill their prompts again (default; TensorRT-LLM "
+        "max_utilization, vLLM, SGLang) or reserve each request's whole answer up front (TensorRT-LLM "
+        "guaranteed_no_evict)",
+    )
 
 
 @functools.cache  # built once per process: parsing leaves it unchanged (no list defaults, no append actions)
@@ -454,6 +462,7 @@ def _serve_scenario(args, cat: catalog_mod.Catalog) -> serving.ServeScenario:
             stack_choice=args.stack,
             disaggregation=args.disaggregation,
             router=args.router,
+            capacity_policy=args.capacity_policy,
         )
     except InputError as err:
         raise _flag_error(err) from None

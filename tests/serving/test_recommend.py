@@ -156,7 +156,7 @@ def test_spot_is_not_a_serving_default_and_says_why_when_picked():
     "accelerator, words",
     [
         (
-            "h100-sxm",
+            "h200",
             "Engine defaults: 8,192 tokens per step, at most 2,048 sequences, prompts not chunked, the next batch "
             "scheduled while the current one runs, so a first token waits a step more",
         ),

@@ -687,8 +687,9 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     # 46% of the model's highest load, below their limits (measured when written). With a full KV cache counted in
     # tokens, not sequences (``cache_peakedness``), GH200 96GB 1.45x / 1.42x and Cisco's 1.44x / 1.30x: 17 of 22. With
     # H100 NVL's clock from its MLPerf compute-bound results (0.847 of SXM's, was estimated at 0.853) Cisco's p99 is
-    # 1.305x: 16 of 22.
-    assert v50_tpot.height == 22 and v50_tpot["within_target"].sum() == 16
+    # 1.305x: 16 of 22. With each engine's capacity policy (a full cache pauses and prefills prompts again, while it
+    # is full): Cisco's 1.53x / 1.27x, QCT's GH200 96GB 1.51x / 1.38x: 17 of 22.
+    assert v50_tpot.height == 22 and v50_tpot["within_target"].sum() == 17
     interactive = latency.filter((pl.col("tpot_limit_ms") == 40) & pl.col("run_id").str.contains("llama2"))
     assert interactive.height == 48 and interactive["within_target"].sum() >= 45
     server = latency.filter((pl.col("tpot_limit_ms") == 200) & pl.col("run_id").str.contains("llama2"))
@@ -707,7 +708,8 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     assert amd_ttft.height == 2 and amd_ttft["within_target"].all()
     # AMD's v5.1 vLLM decodes 8-9 steps per scheduler call: a prompt waits out the run, ~0.9 s at the Server limits
     # (measured when written: within 16% where the model without the runs gave 0.25-0.52x; within 33% once the prefill
-    # steps of an engine that does not mix them cost a fixed part of their own, which lowers the highest load).
+    # steps of an engine that does not mix them cost a fixed part of their own, which lowers the highest load; the worst
+    # 1.35x once a full cache's prompts are prefilled again, each engine's capacity policy).
     multi_step = latency.filter(
         pl.col("accelerator_id").is_in(["mi300x", "mi325x"])
         & (pl.col("measure") == "ttft_ms")
@@ -715,7 +717,7 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
         & pl.col("run_id").str.contains("server|mi300x8-llama2-70b-interactive")
         & ~pl.col("run_id").str.contains("krai")  # AMD's own runs; Krai ran AMD's public vLLM image, one step each
     )
-    assert multi_step.height == 6 and (multi_step["error"].abs() <= math.log(1.35)).all()
+    assert multi_step.height == 6 and (multi_step["error"].abs() <= math.log(1.4)).all()
 
 
 def test_latency_at_a_known_client_concurrency(cat, validated):

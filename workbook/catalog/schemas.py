@@ -450,6 +450,11 @@ class InferenceRuns(pa.DataFrameModel):
     # before V1 became the default (vLLM 0.8, March 2025) and, in 0.8-0.10, wherever V1 lacked a feature the run used
     # (null: the stack's current engine). A result is predicted from its engine's results (workbook.serving.validation).
     engine: Optional[str] = pa.Field(nullable=True, eq="vllm-v0")  # the one engine so far (pandera: isin of one fails)
+    # What the engine did with a full KV cache, as its settings name it (workbook.serving.published.CAPACITY_POLICY:
+    # the scenario's "preempt" or "reserve"); null: not read, the engine preempts (the default of the model)
+    capacity_policy: Optional[str] = pa.Field(
+        nullable=True, isin=("max_utilization", "guaranteed_no_evict", "recompute")
+    )
     scheduler_source: Optional[str] = pa.Field(nullable=True)  # where the settings above are published
     # Attention run data-parallel: each chip of the replica decodes its own sequences and holds their KV cache
     # (TensorRT-LLM enable_attention_dp, in every MLPerf DeepSeek-R1 config: scheduler_source); null: tensor-parallel

@@ -5,6 +5,7 @@ from workbook.serving.lifecycle import nothing_to_total, train_then_serve
 from workbook.serving.options import SERVE_COLUMNS, batch_curve, best_configs, evaluate_serving
 from workbook.serving.recommend import ServingRecommendation, recommend_serving
 from workbook.serving.scenario import (
+    CAPACITY_POLICIES,
     DEFAULT_HEADROOM,
     DEFAULT_SERVE_PRECISION,
     DEFAULT_SERVE_PRICING,
@@ -20,6 +21,7 @@ from workbook.serving.scenario import (
 from workbook.serving.validation import validate
 
 __all__ = [
+    "CAPACITY_POLICIES",
     "DEFAULT_HEADROOM",
     "DEFAULT_SERVE_PRECISION",
     "DEFAULT_SERVE_PRICING",

@@ -60,7 +60,10 @@ def prefill_replicas(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
     """``reps`` (:func:`replica.replicas`) as prefill-only replicas: a request's work is its prefill and its first
     token (a 1 / O share of its decode work and KV reads), the capacity that work allows."""
     o = s.output_tokens
-    return reps.with_columns(decode_s=pl.col("decode_s") / o, kv_read_s=pl.col("kv_read_s") / o).with_columns(
+    answered = {"decode_s": pl.col("decode_s") / o, "kv_read_s": pl.col("kv_read_s") / o}
+    # a prompt's cache leaves for the decode pool after its first token: a prefill replica's cache never fills
+    answered |= {"recomputed_prompt_tokens": pl.lit(0.0), "recompute_s": pl.lit(0.0)}
+    return reps.with_columns(**answered).with_columns(
         capacity_rps=sv.capacity_requests_per_s(pl.col("prefill_s"), pl.col("decode_s"), pl.col("kv_read_s"))
     )
 
@@ -151,9 +154,10 @@ def _by_stages(frame: pl.DataFrame, run) -> pl.DataFrame:
 
 
 def decode_replicas(reps: pl.DataFrame) -> pl.DataFrame:
-    """``reps`` (:func:`replica.replicas`) as decode-only replicas: no prefill work, capacity from decode alone."""
+    """``reps`` (:func:`replica.replicas`) as decode-only replicas: no prefill work, capacity from decode alone (and
+    the prompts a full cache that preempts prefills again, ``recompute_s``: a decode replica recomputes them)."""
     return reps.with_columns(prefill_s=pl.lit(0.0), prefill_tail_s=pl.lit(0.0)).with_columns(
-        capacity_rps=sv.capacity_requests_per_s(0.0, pl.col("decode_s"), pl.col("kv_read_s"))
+        capacity_rps=sv.capacity_requests_per_s(pl.col("recompute_s"), pl.col("decode_s"), pl.col("kv_read_s"))
     )
 
 

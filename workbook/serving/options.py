@@ -281,7 +281,11 @@ def _best_on_stack(reps: pl.DataFrame, s: ServeScenario) -> pl.DataFrame:
     )
     # Each configuration read at the traffic's load and at the load of the fleet its latency targets would need were
     # they looser (what_targets_cost), in one pass.
-    relaxed_rho = demand_rps / (_relaxed_replicas(s, demand_rps) * s.headroom * pl.col("capacity_rps"))
+    # read at the first load of the refined grid at or above it: the limit the looser targets give is found on that
+    # grid (replica.refined_limits), so latencies read in between would allow the fleet a hair less than it needs
+    fine = (replica.LOAD_GRID[1] - replica.LOAD_GRID[0]) / replica.REFINE_STEPS
+    needed = demand_rps / (_relaxed_replicas(s, demand_rps) * s.headroom * pl.col("capacity_rps"))
+    relaxed_rho = pl.min_horizontal((needed / fine).ceil() * fine, replica.LOAD_GRID[-1])
     readings = pl.concat(
         [chosen.with_columns(_rho=rho, _at_headroom=False), chosen.with_columns(_rho=relaxed_rho, _at_headroom=True)]
     )
@@ -425,6 +429,7 @@ SERVE_COLUMNS = [
     "limit",
     "limit_cause",
     "cache_bound",
+    "recomputed_tokens_per_request",  # a full cache that preempts: prompt tokens a request has prefilled again
     "ttft_ms",
     "tpot_ms",
     "ttft_mean_ms",

@@ -22,6 +22,16 @@ def _slots(run: dict) -> int | None:
     return run["max_seqs"] * (run.get("pipeline_parallel") or 1)
 
 
+# A published run's capacity policy (data/inference_runs.csv, as the engine's settings name it) as the scenario's
+# (workbook.serving.scenario.CAPACITY_POLICIES); unread, the engine preempts.
+CAPACITY_POLICY = {
+    "max_utilization": "preempt",
+    "recompute": "preempt",
+    "guaranteed_no_evict": "reserve",
+    None: "preempt",
+}
+
+
 def scenario(run: dict) -> ServeScenario:
     """The published run's model, precisions, request shape (its answers' spread where known) and latency limits. A
     model with latent attention (``kv_lora_rank``) states its heads on the model, so that its cache is the latent's."""
@@ -52,6 +62,7 @@ def scenario(run: dict) -> ServeScenario:
         prompt_tokens_p99=run["prompt_tokens_p99"],
         router="round-robin",  # a replica's own results: its own queue (its share of the harness's queries)
         attention_data_parallel=bool(run.get("attention_data_parallel")),
+        capacity_policy=CAPACITY_POLICY[run.get("capacity_policy")],
     )
 
 

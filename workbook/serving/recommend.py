@@ -32,7 +32,7 @@ from workbook.present import (
     usd,
     whole_instances,
 )
-from workbook.serving import band
+from workbook.serving import band, replica
 from workbook.serving.scenario import SPOT_WARNING
 from workbook.training.recommend import none_feasible, rank_per_accelerator
 
@@ -279,6 +279,26 @@ def _spread_words(scenario) -> str:
     )
 
 
+def _full_cache_words(best: dict, scenario) -> str:
+    """What the engine does where its KV cache, not its batch limit, caps the sequences
+    (``ServeScenario.capacity_policy``): the prompts it prefills again, or the whole answers it reserves."""
+    if not best.get("cache_bound"):
+        return ""
+    if scenario.capacity_policy == "reserve":
+        return (
+            f"; the engine reserves room for each request's prompt and whole answer "
+            f"up front ({replica.reserved_answer_tokens(scenario):,} answer tokens) and never pauses one"
+        )
+    tokens = best["recomputed_tokens_per_request"]
+    if tokens < 1:
+        return ""
+    return (
+        f"; the cache fills at times at this load, and to make room the engine pauses its newest sequences and "
+        f"prefills their prompts again: about {tokens:,.0f} tokens a request, {tokens / scenario.prompt_tokens:.0%} "
+        "more prompt work"
+    )
+
+
 def range_line(o: dict) -> str:
     """The cost's range: the price quotes' spread and how far the model's throughput has been from published
     results of the stack within latency limits (:mod:`workbook.serving.band`)."""
@@ -477,7 +497,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         _stack_line(best, scenario),
         f"Memory per chip: {gigabytes(best['memory_per_chip_gb'])} of {gigabytes(best['hbm_gb'])} "
         f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])}: its share of the "
-        f"{_mean_count(best['sequences'])} sequences in flight on average in each replica{_spread_words(scenario)}).",
+        f"{_mean_count(best['sequences'])} sequences in flight on average in each replica{_spread_words(scenario)})"
+        f"{_full_cache_words(best, scenario)}.",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']} at ${best['usd_per_chip_hour']:.2f} per "
         f"chip-hour: {price_basis(best, 'the cheapest')}{_quote_words(best)}, as of {best['price_as_of']:%Y-%m}"
         f"{typical_words(best)}); run at the {best['headroom']:.0%} load ceiling, the same replicas "

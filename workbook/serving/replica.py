@@ -413,11 +413,13 @@ def layout() -> pl.Expr:
 
 
 def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.DataFrame:
-    """Per configuration: the replica-seconds one request costs (and the p99 prompt's prefill alone), capacity,
-    weights time, memory room. The ``tensor_parallel`` chips of a replica may form ``pipeline_parallel`` stages
-    (column; 1 if absent), each holding its layers on tensor_parallel / stages chips: only the chips within a stage
-    all-reduce, over that stage's layers, and each token's hidden state passes from stage to stage, over the
-    scale-up link inside a node and the scale-out network between nodes."""
+    """Per configuration: the replica-seconds one request costs (and the p99 prompt's prefill alone), capacity, weights
+    time, memory room, and the engine's way with a full cache (``s.capacity_policy``): room for the sequences' tokens
+    so far and the prompts prefilled again when it preempts (``recomputed_prompt_tokens``, ``recompute_s``), or room
+    for each request's prompt and whole answer when it reserves. The ``tensor_parallel`` chips of a replica may form
+    ``pipeline_parallel`` stages (column; 1 if absent), each holding its layers on tensor_parallel / stages chips:
+    only the chips within a stage all-reduce, over that stage's layers, and each token's hidden state passes from
+    stage to stage, over the scale-up link inside a node and the scale-out network between nodes."""
     m = s.model
     w_bytes = sv.BYTES_PER_ELEMENT[s.weight_precision]
     kv_token = s.kv_bytes_per_token
@@ -475,7 +477,10 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     kv_read_s = sv.kv_read_seconds(kv_token, s.prompt_tokens, s.output_tokens, kv_chips, bandwidth, kv_eta, answers)
     kv_read_s = kv_read_s * kv_read_width(factors, frame, s.kv_precision)
     weights_bytes = w_bytes * m.params / t
-    kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, True, answers)  # paged KV cache
+    if s.capacity_policy == "reserve":  # each request holds room for its prompt and its whole answer from its start
+        kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, reserved_answer_tokens(s))
+    else:  # a paged KV cache holds what the sequences have written so far
+        kv_sequence = sv.kv_cache_bytes(1, kv_token, s.prompt_tokens, s.output_tokens, True, answers)
     cache_sequences = kv_room_bytes(frame, s, weights_bytes) * kv_chips / kv_sequence
     limit = pl.lit(math.inf)
     if s.max_batch is not None:  # the user's limit replaces the engine's
@@ -483,7 +488,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
     elif ENGINE_MAX_SEQS in frame.columns:  # the engine's batch limit (null: none), per pipeline micro-batch
         limit = pl.col(ENGINE_MAX_SEQS).cast(pl.Float64).fill_null(math.inf) * stages
     max_sequences = pl.min_horizontal(cache_sequences, limit)
-    return frame.with_columns(
+    frame = frame.with_columns(
         allreduce_efficiency=pl.when(within_stage > 1).then(allreduce),  # null: no all-reduce
         matmul_precision=matmul_precision(s.weight_precision),  # "bf16": FP8 weights on a chip without FP8 matmuls
         fp4_factor=pl.when(fp4_matmuls).then(fp4),  # null: no FP4 matmuls
@@ -492,7 +497,6 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         prefill_tail_s=prefill_tail_s,
         decode_s=decode_s,
         kv_read_s=kv_read_s,
-        capacity_rps=sv.capacity_requests_per_s(prefill_s, decode_s, kv_read_s),
         weights_gb=weights_bytes / 1e9,
         overhead_gb=pl.lit(s.assumptions.runtime_overhead_bytes / 1e9),
         max_sequences=max_sequences,
@@ -504,6 +508,34 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         all_weights_s=weights_bytes / (bandwidth * pl.col("eta_bw")),
         active_weights_s=w_bytes * m.active_params / t / (bandwidth * pl.col("eta_bw")),
     )
+    # a full cache that preempts prefills prompts again (on the columns made: one expression would be too large)
+    preempts = pl.lit(s.capacity_policy == "preempt") & pl.col("cache_bound")
+    frame = frame.with_columns(
+        recomputed_prompt_tokens=pl.when(preempts).then(recomputed_tokens(s, pl.col("max_sequences"))).otherwise(0.0)
+    )
+    return frame.with_columns(
+        recompute_s=pl.col("recomputed_prompt_tokens") * pl.col("prefill_s") / s.prompt_tokens,
+    ).with_columns(
+        capacity_rps=sv.capacity_requests_per_s(
+            pl.col("prefill_s") + pl.col("recompute_s"), pl.col("decode_s"), pl.col("kv_read_s")
+        )
+    )
+
+
+def reserved_answer_tokens(s: ServeScenario) -> int:
+    """The answer a request reserves room for where the engine reserves (``capacity_policy`` "reserve"): the
+    answer's 99th percentile (the max_tokens a client sets so that few answers are cut short), else the answer (every
+    answer the same length, as a fixed-length benchmark's)."""
+    return s.output_tokens_p99 or s.output_tokens
+
+
+def recomputed_tokens(s: ServeScenario, sequences: pl.Expr) -> pl.Expr:
+    """Prompt tokens a request has prefilled again where a full cache of ``sequences`` preempts (``capacity_policy``
+    "preempt": :func:`workbook.model.serving.recomputed_prompt_tokens`), charged at its prefill's cost per prompt
+    token (``recompute_s``) at every load: a replica below its cache's room pauses less, so the charge is the
+    replica's at its limit."""
+    footprint = s.prompt_tokens + s.output_tokens
+    return sv.recomputed_prompt_tokens(sequences.clip(lower_bound=1.0), s.output_tokens, footprint)
 
 
 def _communication(hidden_dim, layers, within_stage, tp, hop_link, stages, efficiency, extra_latency_s):
@@ -544,13 +576,22 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     fixed_s = weights_s + pl.col("allreduce_step_s") + pl.col("step_overhead_s")
     frame = frame.with_columns(_weights_s=fixed_s * sched.pipeline_stages)
     weights_s = pl.col("_weights_s")
+    slots = pl.col("max_sequences").floor().clip(lower_bound=1)  # whole sequences
+    # A full cache that preempts prefills prompts again only while it is full, where capacity_rps charges it at every
+    # load: the chance that every slot is taken (Erlang C at the sequences in flight of the charged load) scales it.
+    charged = sv.sequences_in_flight(rps, s.output_tokens, sv.step_seconds(weights_s, rho))
+    frame = frame.with_columns(
+        _full=sv.waiting_probability(pl.min_horizontal(charged, slots * SLOTS_FULL), slots),
+        _grid_rho=rho,
+    )
+    frame = frame.with_columns(_load_worked=rho - rps * pl.col("recompute_s") * (1 - pl.col("_full")))
+    rho = pl.col("_load_worked")
     if not sched.mixed_steps:
         frame = frame.with_columns(_weights_s=weights_s * (1 + prefill_step_share(sched, rps, weights_s, rho)))
     frame = frame.with_columns(_step_s=sv.step_seconds(weights_s, rho))
     step_s = pl.col("_step_s")
     frame = frame.with_columns(_sequences=sv.sequences_in_flight(rps, s.output_tokens, step_s))
     sequences = pl.col("_sequences")
-    slots = pl.col("max_sequences").floor().clip(lower_bound=1)  # whole sequences
     hold_s = s.output_tokens * step_s
     # The scheduler's queue: the prompt waits for the tokens ahead of it, runs in its steps, shares its prefill
     # step with the prompts the harness batched with it, after the harness's dispatch window.
@@ -653,8 +694,9 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     )
     delays = ((step_s * pl.col("_carry"), pl.col("_one_step_p_s") * pl.col("_carry")), own, *waits)
     frame = frame.with_columns(
-        load_fraction=rho,
+        load_fraction=pl.col("_grid_rho"),
         requests_per_s_per_replica=rps,
+        recomputed_tokens_per_request=pl.col("recomputed_prompt_tokens") * pl.col("_full"),
         tpot_mean_ms=step_s * 1000,
         ttft_mean_ms=sv.ttft_seconds(own[0], step_s, sum(mean for mean, _ in waits), load_p) * 1000,
         tpot_ms=step_p_s * 1000,

@@ -63,6 +63,14 @@ SPOT_WARNING = (
     "has loaded the model. Keep on-demand or committed capacity for the base load."
 )
 STACK_CHOICES = ("best", "generic")
+# What an engine does when its KV cache is full (TensorRT-LLM's capacity scheduler policy; vLLM and SGLang have one
+# behaviour): "preempt" admits a request on the room its prompt needs now and, when the running sequences need more,
+# pauses the newest ones, whose prompts are prefilled again when they resume (TensorRT-LLM MAX_UTILIZATION, as
+# NVIDIA's MLPerf harness runs it; vLLM's and SGLang's preemption by recompute); "reserve" admits a request only
+# with room for its prompt and its whole answer, and never pauses one (TensorRT-LLM GUARANTEED_NO_EVICT, the default
+# of its LLM API, trtllm-serve and trtllm-bench: nvidia.github.io/TensorRT-LLM llm-api/reference SchedulerConfig,
+# "capacity_scheduler_policy = GUARANTEED_NO_EVICT"). workbook.serving.replica.replicas charges each.
+CAPACITY_POLICIES = ("preempt", "reserve")
 # Routers: "least-loaded" sends each request to the replica with the least work outstanding (vLLM production-stack
 # router, llm-d, NVIDIA Dynamo), so prompts share one queue; "round-robin" spreads them blindly, a queue per replica.
 ROUTERS = ("least-loaded", "round-robin")
@@ -160,6 +168,7 @@ class ServeScenario:
     # enable_attention_dp, SGLang's --enable-dp-attention), as NVIDIA's MLPerf DeepSeek-R1 configs run it; off, every
     # engine's default: tensor-parallel attention (:attr:`kv_split`)
     attention_data_parallel: bool = False
+    capacity_policy: str = "preempt"  # a full KV cache: CAPACITY_POLICIES
     assumptions: ServeAssumptions = ServeAssumptions()
 
     def __post_init__(self):
@@ -190,6 +199,7 @@ class ServeScenario:
         if self.output_tokens_p99 is not None:
             _number("output_tokens_p99", self.output_tokens_p99, self.output_tokens, 200_000, integer=True)
         _choice("router", self.router, ROUTERS)
+        _choice("capacity_policy", self.capacity_policy, CAPACITY_POLICIES)
         self._check_context()
         self._check_spread()
         for field in ("disaggregation", "attention_data_parallel"):
