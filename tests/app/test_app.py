@@ -220,6 +220,8 @@ def test_serve_tab_serves_the_train_tabs_model_unless_overridden(dash):
     assert serve.scenario.headroom == pytest.approx(0.5) and "sized to at most 50% of it" in serve.card.value
     serve.controls["stack"].value = "generic"
     assert serve.scenario.stack_choice == "generic" and "TensorRT-LLM" not in serve.card.value.split("</div>")[1]
+    serve.controls["capacity_policy"].value = "reserve"
+    assert serve.scenario.capacity_policy == "reserve"
 
 
 def test_chart_bundle_is_sent_on_request_not_in_the_widget_state(dash):

@@ -53,6 +53,7 @@ SERVE_CHANGES = {
     "headroom_pct": 60,
     "disaggregation": True,
     "router": "round-robin",
+    "capacity_policy": "reserve",
     "stack": "generic",
     "pricing": "commit-1y",
     "cloud": "aws",

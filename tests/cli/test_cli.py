@@ -123,6 +123,14 @@ def test_compare_says_shortest_time_when_nothing_meets_the_deadline(cli):
     assert "Relax the deadline to about" in out.stdout
 
 
+def test_serve_takes_the_engines_capacity_policy(cli):
+    # 70B on one 96 GB GH200: the KV cache, not the engine's batch limit, caps the sequences
+    reserve = cli("serve", "--params", "70e9", "--accelerator", "gh200", "--rps", "5", "--capacity-policy", "reserve")
+    assert reserve.returncode == 0 and "reserves room for each request's prompt and whole answer" in reserve.stdout
+    preempt = cli("serve", "--params", "70e9", "--accelerator", "gh200", "--rps", "5")
+    assert preempt.returncode == 0 and "reserves room" not in preempt.stdout
+
+
 def test_compare_lists_options_and_accelerators_lists_ids(cli):
     out = cli("compare", "--params", "7e9", "--pricing", "spot", "--json")
     rows = json.loads(out.stdout)
@@ -151,6 +159,7 @@ def test_compare_lists_options_and_accelerators_lists_ids(cli):
             "--active-params",
         ),
         (["train", "--params", "nan", "--accelerator", "h100-sxm"], "--params"),
+        (["serve", "--params", "70e9", "--capacity-policy", "evict"], "--capacity-policy"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(cli, args, flag):

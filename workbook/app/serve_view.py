@@ -94,6 +94,15 @@ class ServeView:
                 description="Routing",
                 style=STYLE,
             ),
+            "capacity_policy": w.Dropdown(
+                options=[
+                    ("Pause newest, prefill again (max_utilization, vLLM)", "preempt"),
+                    ("Reserve whole answers (TensorRT-LLM no evict)", "reserve"),
+                ],
+                value="preempt",
+                description="Full KV cache",
+                style=STYLE,
+            ),
             "stack": w.ToggleButtons(
                 options=[("Best published stack", "best"), ("Generic open-source stack", "generic")],
                 value="best",
@@ -145,6 +154,7 @@ class ServeView:
             c["headroom_pct"],
             c["disaggregation"],
             c["router"],
+            c["capacity_policy"],
             w.HTML("<b>Where</b>"),
             c["stack"],
             c["pricing"],
@@ -194,6 +204,7 @@ class ServeView:
                 stack_choice=v["stack"],
                 disaggregation=v["disaggregation"],
                 router=v["router"],
+                capacity_policy=v["capacity_policy"],
             )
         except InputError as err:  # name the control as the page labels it, unit included
             control = self.controls.get(CONTROL_OF_FIELD.get(err.field, err.field))
