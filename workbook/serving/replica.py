@@ -579,13 +579,19 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     slots = pl.col("max_sequences").floor().clip(lower_bound=1)  # whole sequences
     # A full cache that preempts prefills prompts again only while it is full, where capacity_rps charges it at every
     # load: the chance that every slot is taken (Erlang C at the sequences in flight of the charged load) scales it.
-    charged = sv.sequences_in_flight(rps, s.output_tokens, sv.step_seconds(weights_s, rho))
-    frame = frame.with_columns(
-        _full=sv.waiting_probability(pl.min_horizontal(charged, slots * SLOTS_FULL), slots),
-        _grid_rho=rho,
-    )
-    frame = frame.with_columns(_load_worked=rho - rps * pl.col("recompute_s") * (1 - pl.col("_full")))
-    rho = pl.col("_load_worked")
+    # (on the other rows one idle slot: Erlang C's exact sum stays one term long where nothing is charged)
+    grid_rho, full = rho, pl.lit(0.0)
+    if (frame["recompute_s"] > 0).any():
+        charges = pl.col("recompute_s") > 0
+        charged = sv.sequences_in_flight(rps, s.output_tokens, sv.step_seconds(weights_s, rho))
+        full = sv.waiting_probability(
+            pl.when(charges).then(pl.min_horizontal(charged, slots * SLOTS_FULL)).otherwise(0.0),
+            pl.when(charges).then(slots).otherwise(1.0),
+        )
+        frame = frame.with_columns(_full=full, _grid_rho=rho).with_columns(
+            _load_worked=rho - rps * pl.col("recompute_s") * (1 - pl.col("_full"))
+        )
+        grid_rho, full, rho = pl.col("_grid_rho"), pl.col("_full"), pl.col("_load_worked")
     if not sched.mixed_steps:
         frame = frame.with_columns(_weights_s=weights_s * (1 + prefill_step_share(sched, rps, weights_s, rho)))
     frame = frame.with_columns(_step_s=sv.step_seconds(weights_s, rho))
@@ -694,9 +700,9 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     )
     delays = ((step_s * pl.col("_carry"), pl.col("_one_step_p_s") * pl.col("_carry")), own, *waits)
     frame = frame.with_columns(
-        load_fraction=pl.col("_grid_rho"),
+        load_fraction=grid_rho,
         requests_per_s_per_replica=rps,
-        recomputed_tokens_per_request=pl.col("recomputed_prompt_tokens") * pl.col("_full"),
+        recomputed_tokens_per_request=pl.col("recomputed_prompt_tokens") * full,
         tpot_mean_ms=step_s * 1000,
         ttft_mean_ms=sv.ttft_seconds(own[0], step_s, sum(mean for mean, _ in waits), load_p) * 1000,
         tpot_ms=step_p_s * 1000,
