@@ -39,7 +39,7 @@ def test_the_poisson_sum_is_exact_wherever_a_shortfall_can_be_and_the_polars_for
     frame = pl.DataFrame({"b": [sequences, edge * 0.999, edge * 1.001]})
     values = frame.select(sv.recomputed_prompt_tokens(pl.col("b"), 450, footprint)).to_series().to_list()
     expected = [sv.recomputed_prompt_tokens(sequences, 450, footprint), below, above]
-    assert values == pytest.approx(expected, rel=1e-5)  # polars' normal CDF is an approximation of Python's
+    assert values == pytest.approx(expected, rel=1e-9)
 
 
 def test_a_bigger_cache_prefills_fewer_prompts_again():

@@ -578,16 +578,13 @@ def at_load(frame: pl.DataFrame, s: ServeScenario, rho: pl.Expr, sched: Schedule
     weights_s = pl.col("_weights_s")
     slots = pl.col("max_sequences").floor().clip(lower_bound=1)  # whole sequences
     # A full cache that preempts prefills prompts again only while it is full, where capacity_rps charges it at every
-    # load: the chance that every slot is taken (Erlang C at the sequences in flight of the charged load) scales it.
-    # (on the other rows one idle slot: Erlang C's exact sum stays one term long where nothing is charged)
+    # load: the chance that every slot is taken (Erlang C at the sequences in flight of the charged load, in its
+    # many-server form: a weight on a small charge, where the exact sum per row would cost a third of the answer's time)
+    # scales it.
     grid_rho, full = rho, pl.lit(0.0)
     if (frame["recompute_s"] > 0).any():
-        charges = pl.col("recompute_s") > 0
         charged = sv.sequences_in_flight(rps, s.output_tokens, sv.step_seconds(weights_s, rho))
-        full = sv.waiting_probability(
-            pl.when(charges).then(pl.min_horizontal(charged, slots * SLOTS_FULL)).otherwise(0.0),
-            pl.when(charges).then(slots).otherwise(1.0),
-        )
+        full = sv.many_server_waiting_probability(pl.min_horizontal(charged, slots * SLOTS_FULL), slots)
         frame = frame.with_columns(_full=full, _grid_rho=rho).with_columns(
             _load_worked=rho - rps * pl.col("recompute_s") * (1 - pl.col("_full"))
         )
