@@ -95,12 +95,12 @@ class ServeView:
                 style=STYLE,
             ),
             "capacity_policy": w.Dropdown(
-                options=[
-                    ("Pause newest, prefill again (max_utilization, vLLM)", "preempt"),
-                    ("Reserve whole answers (TensorRT-LLM no evict)", "reserve"),
-                ],
+                options=[("Preempt", "preempt"), ("Reserve", "reserve")],
                 value="preempt",
                 description="Full KV cache",
+                tooltip="Preempt: pause the newest sequences and prefill their prompts again (TensorRT-LLM "
+                "max_utilization, vLLM, SGLang). Reserve: hold room for each request's whole answer and never pause "
+                "one (TensorRT-LLM guaranteed no evict).",
                 style=STYLE,
             ),
             "stack": w.ToggleButtons(
