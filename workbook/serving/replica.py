@@ -508,7 +508,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         all_weights_s=weights_bytes / (bandwidth * pl.col("eta_bw")),
         active_weights_s=w_bytes * m.active_params / t / (bandwidth * pl.col("eta_bw")),
     )
-    # a full cache that preempts prefills prompts again (on the columns made: one expression would be too large)
+    # a full cache that preempts prefills prompts again (read off the cache's sequences, a column by now)
     preempts = pl.lit(s.capacity_policy == "preempt") & pl.col("cache_bound")
     frame = frame.with_columns(
         recomputed_prompt_tokens=pl.when(preempts).then(recomputed_tokens(s, pl.col("max_sequences"))).otherwise(0.0)
