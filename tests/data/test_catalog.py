@@ -241,3 +241,18 @@ def test_sustained_compute_rates_are_sourced_and_the_same_die_at_more_power_hold
     nvl = table.filter(pl.col("accelerator_id") == "h100-nvl").row(0, named=True)
     assert nvl["basis"] == "measured" and nvl["relative_to"] == "h100-sxm" and "MLPerf Inference v4.1" in nvl["source"]
     assert factor["h100-nvl"] == pytest.approx(0.847, abs=0.002) and factor["h100-nvl"] < 1.0
+
+
+def test_gpu_memory_is_what_the_device_reports_not_the_datasheet_name():
+    """A GPU's "80GB" is 80 GiB less what the driver (or GDDR's ECC) keeps: nvidia-smi prints 81,559 MiB for H100,
+    7% more than 80e9 bytes and 14% more cache for a 70B model on two, the room the serving model's engine finds."""
+    gpus = catalog.load().accelerators.filter(pl.col("kind") == "gpu")
+    named = gpus.with_columns(named_gb=pl.col("name").str.extract(r"(\d+)GB\b").cast(pl.Float64)).drop_nulls("named_gb")
+    assert named.height >= 15
+    for row in named.iter_rows(named=True):
+        assert row["named_gb"] * 1e9 < row["hbm_bytes"] <= row["named_gb"] * 2**30, row["accelerator_id"]
+        # within 7% of the name's GiB: HBM parts 0-3% short, GDDR6 cards (L4, L40S, A10G) a sixteenth for ECC and more
+        assert row["hbm_bytes"] >= row["named_gb"] * 2**30 * 0.93, row["accelerator_id"]
+        assert "smi" in row["hbm_basis"] or "sysfs" in row["hbm_basis"], row["accelerator_id"]
+    h100 = gpus.filter(pl.col("accelerator_id") == "h100-sxm")["hbm_bytes"].item()
+    assert h100 == 81559 * 2**20

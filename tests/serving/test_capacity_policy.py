@@ -122,3 +122,16 @@ def test_published_runs_carry_their_engines_policy(cat):
 def test_an_unknown_policy_is_refused_naming_the_choices():
     with pytest.raises(InputError, match="capacity_policy.*preempt.*reserve"):
         serving.ServeScenario(model=ModelSpec.from_params(8e9), capacity_policy="evict")
+
+
+def test_published_runs_give_their_cache_the_memory_share_their_engines_were_set_to(cat, eff, llama70_replica):
+    runs = cat.inference_runs
+    set_to = runs.filter(pl.col("memory_fraction") == 0.95).row(0, named=True)
+    assert published.scenario(set_to).assumptions.hbm_usable_fraction == 0.95
+    unset = runs.filter(pl.col("memory_fraction").is_null()).row(0, named=True)
+    assert published.scenario(unset).assumptions.hbm_usable_fraction == serving.ServeAssumptions().hbm_usable_fraction
+    # a cache-bound replica holds more sequences, and prefills fewer prompts again, with a larger share
+    s = _cache_bound(llama70_replica)
+    larger = dataclasses.replace(s, assumptions=serving.ServeAssumptions(hbm_usable_fraction=0.95))
+    base, more = _replicas(cat, eff, s), _replicas(cat, eff, larger)
+    assert more["max_sequences"] > base["max_sequences"] and more["recompute_s"] < base["recompute_s"]

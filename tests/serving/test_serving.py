@@ -610,11 +610,14 @@ def test_published_disaggregated_results_on_their_own_pools(cat, validated):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="one H200 on Llama 2 70B within MLPerf v5.1's Interactive limits at 0.68x (1.46x): the model's fixed step "
+    reason="Cisco's two H100 NVL, one card per engine (MLPerf v5.0, Llama 2 70B): Server 1.63x, Offline 1.46x and "
+    "1.41x; one H200 on Llama 2 70B within MLPerf v5.1's Interactive limits at 0.69x (1.45x): the model's fixed step "
     "(21.5 ms: weights at 90% of 4.8 TB/s and TensorRT-LLM's 5.3 ms) against ~14-16 ms that the run's Interactive and "
     "Server results imply",
 )
 def test_no_newest_result_is_off_by_more_than_the_target(validated):
+    # With each cache sized from the memory the device reports (H100 NVL 95,830 MiB, not 94e9 bytes) at its engine's
+    # published share: worst Cisco's H100 NVL Server 1.63x (1.53x before), four past 1.4x (three), Red Hat's 1.34x.
     # Measured when written: worst 1.46x (below), then Red Hat's vLLM 0.10 on one H100 Offline, 1.32x. Its vLLM 0.10 on
     # one L40S (MLPerf v5.1, Llama 3.1 8B) was the worst, 1.89x Server and 1.54x Offline (2.03x and 1.65x with vLLM's
     # FP8 KV cache read at half a BF16 cache's cost), until predicted from vLLM's V0 engine, which it ran: 0.92x and
@@ -688,8 +691,10 @@ def test_server_latency_per_round_at_mlperf_limits(validated):
     # tokens, not sequences (``cache_peakedness``), GH200 96GB 1.45x / 1.42x and Cisco's 1.44x / 1.30x: 17 of 22. With
     # H100 NVL's clock from its MLPerf compute-bound results (0.847 of SXM's, was estimated at 0.853) Cisco's p99 is
     # 1.305x: 16 of 22. With each engine's capacity policy (a full cache pauses and prefills prompts again, while it
-    # is full): Cisco's 1.53x / 1.27x, QCT's GH200 96GB 1.51x / 1.38x: 17 of 22.
-    assert v50_tpot.height == 22 and v50_tpot["within_target"].sum() == 17
+    # is full): Cisco's 1.53x / 1.27x, QCT's GH200 96GB 1.51x / 1.38x: 17 of 22. With each cache sized from the memory
+    # the device reports (95,830 MiB on H100 NVL, not 94e9 bytes) at its engine's published share: Cisco's 1.86x /
+    # 1.57x, QCT's GH200 96GB 1.80x / 1.66x, QCT's H100 PCIe 1.44x / 1.36x: 16 of 22.
+    assert v50_tpot.height == 22 and v50_tpot["within_target"].sum() == 16
     interactive = latency.filter((pl.col("tpot_limit_ms") == 40) & pl.col("run_id").str.contains("llama2"))
     assert interactive.height == 48 and interactive["within_target"].sum() >= 45
     server = latency.filter((pl.col("tpot_limit_ms") == 200) & pl.col("run_id").str.contains("llama2"))

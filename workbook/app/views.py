@@ -81,7 +81,7 @@ def option_table(frame: pl.DataFrame, limit: int = 60) -> str:
         "Finish (porting + training)",
         "Cost (range)",
         "Energy (CO2e)",
-        "Memory / chip",
+        "Memory / chip (used / total)",
         "Status",
     ]
     keys = [  # what each column sorts by (a click on its header): names as text, amounts as numbers
@@ -174,7 +174,7 @@ def serving_table(frame: pl.DataFrame, limit: int = 40) -> str:
         "Load",
         "p99 latency (first token, per token)",
         "$ / M output tokens",
-        "Memory / chip",
+        "Memory / chip (used / total)",
         "Status",
     ]
     shown = frame.head(limit).to_dicts()

@@ -84,7 +84,8 @@ class Accelerators(pa.DataFrameModel):
     fp8_flops_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
     int8_ops_per_s: Optional[float] = pa.Field(nullable=True, gt=0)
     fp4_flops_per_s: Optional[float] = pa.Field(nullable=True, gt=0)  # dense FP4 (NVFP4 / MXFP4) tensor rate
-    hbm_bytes: float = pa.Field(gt=0)
+    hbm_bytes: float = pa.Field(gt=0)  # the total the device reports (nvidia-smi, rocm-smi), not the datasheet name
+    hbm_basis: str = pa.Field(str_length={"min_value": 10})
     hbm_bytes_per_s: float = pa.Field(gt=0)
     scaleup_bytes_per_s: float = pa.Field(gt=0)
     scaleup_domain_chips: int = pa.Field(ge=1)
@@ -455,6 +456,10 @@ class InferenceRuns(pa.DataFrameModel):
     capacity_policy: Optional[str] = pa.Field(
         nullable=True, isin=("max_utilization", "guaranteed_no_evict", "recompute")
     )
+    # The share of memory the engine gave its KV cache, as the submitter set it (vLLM gpu_memory_utilization, of the
+    # total; TensorRT-LLM free_gpu_memory_fraction, of what the weights leave free: workbook.serving.replica
+    # .kv_room_bytes); null: not published, the engines' default 0.9 (the model's hbm_usable_fraction)
+    memory_fraction: Optional[float] = pa.Field(nullable=True, gt=0.5, le=1.0)
     scheduler_source: Optional[str] = pa.Field(nullable=True)  # where the settings above are published
     # Attention run data-parallel: each chip of the replica decodes its own sequences and holds their KV cache
     # (TensorRT-LLM enable_attention_dp, in every MLPerf DeepSeek-R1 config: scheduler_source); null: tensor-parallel

@@ -9,7 +9,7 @@ import polars as pl
 
 from workbook.model.spec import ModelSpec
 from workbook.serving import disaggregated, replica
-from workbook.serving.scenario import ServeScenario
+from workbook.serving.scenario import ServeAssumptions, ServeScenario
 
 NEAR_MAX_LOAD = 0.99  # a server result's latencies are also read at 1% less traffic than the model's most
 
@@ -63,7 +63,15 @@ def scenario(run: dict) -> ServeScenario:
         router="round-robin",  # a replica's own results: its own queue (its share of the harness's queries)
         attention_data_parallel=bool(run.get("attention_data_parallel")),
         capacity_policy=CAPACITY_POLICY[run.get("capacity_policy")],
+        assumptions=_assumptions(run),
     )
+
+
+def _assumptions(run: dict) -> ServeAssumptions:
+    """The defaults, with the engine's memory share for its KV cache where the submitter published it."""
+    if run.get("memory_fraction") is None:
+        return ServeAssumptions()
+    return ServeAssumptions(hbm_usable_fraction=run["memory_fraction"])
 
 
 def scheduler(run: dict) -> replica.Scheduler:

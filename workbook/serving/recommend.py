@@ -495,7 +495,7 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         *_split_weighed_line(best, scenario),
         _latency_line(best, scenario),
         _stack_line(best, scenario),
-        f"Memory per chip: {gigabytes(best['memory_per_chip_gb'])} of {gigabytes(best['hbm_gb'])} "
+        f"Memory per chip: {gigabytes(best['memory_per_chip_gb'])} of the {gigabytes(best['hbm_gb'])} it reports "
         f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])}: its share of the "
         f"{_mean_count(best['sequences'])} sequences in flight on average in each replica{_spread_words(scenario)})"
         f"{_full_cache_words(best, scenario)}.",

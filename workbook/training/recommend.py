@@ -541,7 +541,8 @@ def recommend(frame: pl.DataFrame, team_framework: str = "pytorch", platform: st
         if line
     )
     reasons.append(
-        f"Memory fits: {gigabytes(best['memory_per_chip_gb'])} needed per chip of {gigabytes(best['hbm_gb'])} "
+        f"Memory fits: {gigabytes(best['memory_per_chip_gb'])} needed per chip of the "
+        f"{gigabytes(best['hbm_gb'])} each reports "
         f"(at least {count(best['min_chips_to_fit'], 'chip')} needed to fit the model)."
     )
     reasons.extend(line for line in [_batch_line(best)] if line)
