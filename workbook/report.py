@@ -112,7 +112,7 @@ def assumptions(s: Scenario, cal: calibration_mod.Calibration) -> list[str]:
     return [
         f"Share of peak compute used (MFU): {mfu}; share of time spent training (goodput): {goodput}.",
         f"Memory: weights, gradients and optimizer state sharded across chips ({zero}; {recompute}), "
-        f"{a.hbm_usable_fraction:.0%} of each chip's memory usable, "
+        f"{a.hbm_usable_fraction:.0%} of the memory each chip reports usable, "
         f"{a.framework_overhead_bytes / 1e9:g} GB per chip for the runtime.",
         f"Spot capacity loses {a.spot_preemption_overhead:.0%} extra chip-hours to preemptions. Porting work: "
         f"{porting}.",

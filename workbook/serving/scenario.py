@@ -21,8 +21,13 @@ from workbook.model.units import HEAD_DIM, PEAK_COLUMN, SECONDS_PER_DAY
 class ServeAssumptions:
     """Every serving default, visible and overridable (mirrors :class:`workbook.training.scenario.Assumptions`)."""
 
-    hbm_usable_fraction: float = 0.90  # allocator fragmentation + runtime buffers (assumption)
-    runtime_overhead_bytes: float = 2e9  # CUDA/XLA context, activations of one step, allocator slack (assumption)
+    # The engine's share of the memory the chip reports for weights and KV cache (vLLM gpu_memory_utilization, of the
+    # total) or for its KV cache (TensorRT-LLM free_gpu_memory_fraction, of what the weights leave): both default 0.9
+    hbm_usable_fraction: float = 0.90
+    # CUDA/XLA context, activations of one step, allocator slack (assumption; engines' start-up logs show 0.5-3 GiB
+    # beside weights and cache for 1-8B models on one GPU, more with tensor parallelism and large steps: vLLM pull
+    # request #10511, Llama 3 8B on H100, 3.05 GiB at TP1 and 4.84 at TP2; TensorRT-LLM's docs example, 2.1 GiB)
+    runtime_overhead_bytes: float = 2e9
     pue: float = 1.2  # data-centre power usage effectiveness
     host_power_factor: float = 1.5  # system power / accelerator power
     # A GPU tensor-parallel all-reduce's latency: a decode step's (low-latency algorithms) on NVLink and over PCIe,
