@@ -531,9 +531,9 @@ def reserved_answer_tokens(s: ServeScenario) -> int:
 
 def recomputed_tokens(s: ServeScenario, sequences: pl.Expr) -> pl.Expr:
     """Prompt tokens a request has prefilled again where a full cache of ``sequences`` preempts (``capacity_policy``
-    "preempt": :func:`workbook.model.serving.recomputed_prompt_tokens`), charged at its prefill's cost per prompt
-    token (``recompute_s``) at every load: a replica below its cache's room pauses less, so the charge is the
-    replica's at its limit."""
+    "preempt": :func:`workbook.model.serving.recomputed_prompt_tokens`), at the replica's limit: capacity
+    (``recompute_s``, at its prefill's cost per prompt token) pays it in full, and :func:`at_load` weighs it by the
+    chance that the cache is full at the load."""
     footprint = s.prompt_tokens + s.output_tokens
     return sv.recomputed_prompt_tokens(sequences.clip(lower_bound=1.0), s.output_tokens, footprint)
 
