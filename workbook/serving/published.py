@@ -12,6 +12,8 @@ from workbook.serving import disaggregated, replica
 from workbook.serving.scenario import ServeAssumptions, ServeScenario
 
 NEAR_MAX_LOAD = 0.99  # a server result's latencies are also read at 1% less traffic than the model's most
+# Where a server latency is matched: loads from half the model's most to 15% past it, in steps of 0.5% of it
+MATCH_SHARES = tuple(i / 200 for i in range(100, 231))
 
 
 def _slots(run: dict) -> int | None:
@@ -136,7 +138,8 @@ def predict_detail(
     the server's p99 limits (``max_load_fraction``). A server result's load is, by MLPerf's rules, the most its
     system sustained within the limits: its counterpart is the model's own most. At that edge the limit that binds
     sits at its value (a queue there grows as 1 / (1 - load)), so the same figure is also read at ``NEAR_MAX_LOAD``
-    of that load (``value_near_max``): how much one percent of traffic moves it. For server latencies with a
+    of that load (``value_near_max``): how much one percent of traffic moves it, and the load at which the model
+    gives the published figure (:func:`matching_load_share`). For server latencies with a
     published load, also the reading at that load (:func:`at_published_load`): ``published_load_fraction`` and
     ``value_at_published_load`` (measured, not used: read at the published load, TPOT ~ 1 / (1 - load) turns the
     model's capacity error on the run's system into a several-fold latency error; see the validation module)."""
@@ -180,6 +183,7 @@ def predict_detail(
     if server:
         near = replica.at_load(best, s, rho * NEAR_MAX_LOAD, sched)
         detail["value_near_max"] = near[predicted_column(run)].item()
+        detail["matching_load_share"] = matching_load_share(best, s, sched, predicted_column(run), run["value"])
     if server and run["load_tokens_per_s"] is not None:
         detail |= at_published_load(best, run, s, sched)
     return detail
@@ -252,6 +256,30 @@ def lone_request_ms_per_token(best: pl.DataFrame, s: ServeScenario, sched: repli
     row = replica.at_load(best, s, pl.lit(0.0), sched).row(0, named=True)
     o = s.output_tokens
     return (row["ttft_mean_ms"] + (o - 1) * row["tpot_mean_ms"]) / o
+
+
+def matching_load_share(
+    best: pl.DataFrame, s: ServeScenario, sched: replica.Scheduler, column: str, published: float
+) -> float | None:
+    """The load, as a share of the model's highest within the limits (``max_load_fraction``), at which the model's
+    ``column`` equals ``published``: interpolated on :data:`MATCH_SHARES` (half that load to 15% past it, below
+    the replica's capacity), where latency climbs with load. None where the published figure is outside what the
+    model gives over that span. A server result's load is where its submitter stopped; near it a queue grows as
+    1 / (1 - load), so a latency the model misses by half at its own edge may be its figure at 2% less traffic:
+    this says how far along the load the miss is, where the error says how far along the latency."""
+    ceiling = best["max_load_fraction"].item()
+    shares = [x for x in MATCH_SHARES if x * ceiling < 1]
+    grid = best.join(pl.DataFrame({"_share": shares}), how="cross")
+    curve = replica.at_load(grid, s, pl.col("_share") * ceiling, sched).select(
+        lo=pl.col("_share"), hi=pl.col("_share").shift(-1), a=pl.col(column), b=pl.col(column).shift(-1)
+    )
+    crossing = curve.filter(
+        pl.col("a").is_finite() & pl.col("b").is_finite() & (pl.col("a") <= published) & (pl.col("b") >= published)
+    ).filter(pl.col("a") < pl.col("b"))
+    if crossing.height == 0:
+        return None
+    lo, hi, a, b = crossing.row(0)
+    return lo + (published - a) / (b - a) * (hi - lo)
 
 
 def at_published_load(best: pl.DataFrame, run: dict, s: ServeScenario, sched: replica.Scheduler) -> dict:
