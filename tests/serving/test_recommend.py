@@ -10,7 +10,7 @@ from workbook.catalog.loading import LARGE_ORDER_CHIPS, capacity_to_confirm
 from workbook.errors import InputError
 from workbook.model.spec import ModelSpec
 from workbook.model.units import HOURS_PER_MONTH
-from workbook.serving import recommend
+from workbook.serving import recommend, replica
 from workbook.training import options as training_options
 from workbook.training.scenario import Constraints, Scenario
 
@@ -75,6 +75,36 @@ def test_latency_at_the_edge_is_said(answer):
     s, frame, _ = answer
     edge = frame.with_columns(tpot_ms=pl.lit(0.95 * s.tpot_ms))
     assert any("At the edge" in w for w in serving.recommend_serving(edge, s).warnings)
+
+
+def test_memory_at_the_edge_is_said(answer):
+    s, frame, rec = answer
+    assert not any(w.startswith("Memory at the edge") for w in rec.warnings)  # 70B FP8 leaves every chip room
+    # weights that leave a chip 1 GB beside the runtime allowance: less than engines keep beyond it (3.2 GB more)
+    full = frame.with_columns(weights_gb=pl.col("hbm_gb") - pl.col("overhead_gb") - 1.0)
+    said = [w for w in serving.recommend_serving(full, s).warnings if w.startswith("Memory at the edge")]
+    assert len(said) == 1 and "leaving 1.0 GB beside the 2.0 GB assumed" in said[0] and "3.2 GB more" in said[0]
+
+
+def test_a_replica_with_room_is_picked_over_one_at_the_memory_edge():
+    # Two ways to serve on 4 chips: two 2-chip replicas whose weights fill 189 of 192 GB, or one 4-chip replica with
+    # room. Without the edge, the smaller replica goes first (it fits more instance sizes).
+    rows = pl.DataFrame(
+        {
+            "accelerator_id": ["b200", "b200"],
+            "chips": [4, 4],
+            "tensor_parallel": [2, 4],
+            "per_chip": [1.0, 1.0],
+            "hbm_bytes": [192.3e9, 192.3e9],
+            "weights_gb": [189.0, 94.5],
+            "overhead_gb": [2.0, 2.0],
+        }
+    )
+    assert replica.fewest_chips_first(rows, "chips", "per_chip")["tensor_parallel"].to_list() == [4, 2]
+    roomy = rows.with_columns(weights_gb=pl.lit(50.0))
+    assert replica.fewest_chips_first(roomy, "chips", "per_chip")["tensor_parallel"].to_list() == [2, 4]
+    fewer = rows.with_columns(chips=pl.Series([2, 4]))  # the edge only breaks ties: fewer chips still win
+    assert replica.fewest_chips_first(fewer, "chips", "per_chip")["tensor_parallel"].to_list() == [2, 4]
 
 
 def test_no_feasible_option_says_why():

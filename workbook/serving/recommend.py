@@ -161,6 +161,7 @@ def _warnings(o: dict, scenario) -> list[str]:
                 f"At the edge: the {label} ({milliseconds(value)} ms) is within 10% of the {milliseconds(target)} ms "
                 "target."
             )
+    out += _memory_edge_words(o)
     ceiling = o.get("capacity_max_chips")
     if capacity_to_confirm(o["chips"], ceiling):
         out.append(
@@ -172,6 +173,22 @@ def _warnings(o: dict, scenario) -> list[str]:
             "provider can deliver them all before you commit."
         )
     return out
+
+
+def _memory_edge_words(o: dict) -> list[str]:
+    """Where the weights leave a chip less room beside the runtime allowance than engines have been measured to keep
+    beyond it (:data:`workbook.serving.replica.MEMORY_EDGE_GB`), the answer rests on that allowance: said, with what
+    to do (the fleet picks such a replica only where none with room needs as few chips)."""
+    room = o["hbm_gb"] - o["weights_gb"] - o["overhead_gb"]
+    if room >= replica.MEMORY_EDGE_GB:
+        return []
+    return [
+        f"Memory at the edge: the weights take {gigabytes(o['weights_gb'])} of the {gigabytes(o['hbm_gb'])} each chip "
+        f"reports, leaving {gigabytes(max(room, 0.0))} beside the {gigabytes(o['overhead_gb'])} assumed for the "
+        f"engine's own use, where engines have been measured to keep up to {gigabytes(replica.MEMORY_EDGE_GB)} more "
+        "(activations, workspaces; a mixture of experts' can take several GB): the engine may not start, or hold "
+        "fewer sequences. A replica of more chips, or a smaller weight precision, leaves room."
+    ]
 
 
 def _targets_cost_line(o: dict) -> list[str]:

@@ -394,11 +394,28 @@ def node_chips() -> pl.Expr:
     )
 
 
+# Memory at the edge: the room the weights and the runtime allowance (ServeAssumptions.runtime_overhead_bytes) leave a
+# chip is less than the most an engine has been measured to keep beyond that allowance: vLLM's pull request #10511
+# logs 4.84 GiB beside weights and cache for Llama 3 8B at TP2 on H100, 3.2 GB more than the 2 GB assumed
+MEMORY_EDGE_GB = 4.84 * 2**30 / 1e9 - 2.0
+
+
+def memory_room_gb() -> pl.Expr:
+    """GB a chip has beside its share of the weights and the runtime allowance: the KV cache's, and the margin for
+    what the engine keeps beyond the allowance (:data:`MEMORY_EDGE_GB`)."""
+    return pl.col("hbm_bytes") / 1e9 - pl.col("weights_gb") - pl.col("overhead_gb")
+
+
 def fewest_chips_first(frame: pl.DataFrame, chips: str, per_chip: str) -> pl.DataFrame:
-    """Replica configurations in the order a fleet picks them: the fewest ``chips``; ties, the smallest replica (it
-    fits the most instance sizes: two 1-GPU A10G instances, not an 8-GPU one rented whole for a 2-GPU replica), then
-    the most throughput ``per_chip``."""
-    return frame.sort([chips, "tensor_parallel", per_chip], descending=[False, False, True])
+    """Replica configurations in the order a fleet picks them: the fewest ``chips``; ties, one whose weights leave
+    the engine room (not at the memory edge, :data:`MEMORY_EDGE_GB`: DeepSeek-V3 in FP4 on B200, one 4-chip replica
+    rather than two of 2 chips each filled to 191 of 192 GB), then the smallest replica (it fits the most instance
+    sizes: two 1-GPU A10G instances, not an 8-GPU one rented whole for a 2-GPU replica), then the most throughput
+    ``per_chip``."""
+    at_edge = memory_room_gb() < MEMORY_EDGE_GB
+    return frame.sort(
+        [pl.col(chips), at_edge, pl.col("tensor_parallel"), pl.col(per_chip)], descending=[False, False, False, True]
+    )
 
 
 def layout() -> pl.Expr:
