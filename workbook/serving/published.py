@@ -273,13 +273,14 @@ def matching_load_share(
     curve = replica.at_load(grid, s, pl.col("_share") * ceiling, sched).select(
         lo=pl.col("_share"), hi=pl.col("_share").shift(-1), a=pl.col(column), b=pl.col(column).shift(-1)
     )
+    # a figure that leaps past every value (a queue whose slots run out: infinite) crosses it at the first such load
     crossing = curve.filter(
-        pl.col("a").is_finite() & pl.col("b").is_finite() & (pl.col("a") <= published) & (pl.col("b") >= published)
+        pl.col("a").is_finite() & pl.col("b").is_not_nan() & (pl.col("a") <= published) & (pl.col("b") >= published)
     ).filter(pl.col("a") < pl.col("b"))
     if crossing.height == 0:
         return None
     lo, hi, a, b = crossing.row(0)
-    return lo + (published - a) / (b - a) * (hi - lo)
+    return hi if math.isinf(b) else lo + (published - a) / (b - a) * (hi - lo)
 
 
 def at_published_load(best: pl.DataFrame, run: dict, s: ServeScenario, sched: replica.Scheduler) -> dict:

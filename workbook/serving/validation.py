@@ -50,7 +50,7 @@ At that edge a queue (for a sequence slot, for the step's token budget) grows as
 the p99 TTFT sits at its limit, and 1% less traffic brings it back to a fraction of that. So each is also read at
 99% of that load (``predicted_near_max``, ``error_near_max``). And each is read the other way round: the load at
 which the model gives the published figure, as a share of its highest (``matching_load_share``): of the 96 misses
-of the 292, 44 are the model's own figure within 5% of that load (68 within 10%). Measured on the 144 MLPerf
+of the 292, 49 are the model's own figure within 5% of that load (74 within 10%). Measured on the 144 MLPerf
 v4.1-v5.1 rows (Llama 2
 70B, Llama 3.1 8B and 405B, Mixtral; Llama 3.1 70B on vLLM 0.9 and TensorRT-LLM 1.0) before the simulation check: 95
 within 30% at the edge and 99 at 1% less traffic. Each is also read at the run's **published load**
