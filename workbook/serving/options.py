@@ -441,6 +441,7 @@ SERVE_COLUMNS = [
     "kv_cache_gb",
     "overhead_gb",
     "hbm_gb",
+    "memory_room_gb",  # beside the weights and the runtime allowance (replica.memory_room_gb)
     "fits_in_memory",
     "usd_per_chip_hour",  # the cheapest quote that can hold a replica (Catalog.priced)
     "usd_per_chip_hour_typical",  # the median quote
@@ -547,6 +548,7 @@ def evaluate_serving(
             )
             / tokens_per_hour,
             hbm_gb=pl.col("hbm_bytes") / 1e9,
+            memory_room_gb=replica.memory_room_gb(),
             prefill_tail_ms=pl.col("prefill_tail_s") * 1000,
         )
     )

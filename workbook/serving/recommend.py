@@ -179,7 +179,7 @@ def _memory_edge_words(o: dict) -> list[str]:
     """Where the weights leave a chip less room beside the runtime allowance than engines have been measured to keep
     beyond it (:data:`workbook.serving.replica.MEMORY_EDGE_GB`), the answer rests on that allowance: said, with what
     to do (the fleet picks such a replica only where none with room needs as few chips)."""
-    room = o["hbm_gb"] - o["weights_gb"] - o["overhead_gb"]
+    room = o["memory_room_gb"]
     if room >= replica.MEMORY_EDGE_GB:
         return []
     return [
