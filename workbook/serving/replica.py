@@ -62,7 +62,7 @@ import polars as pl
 
 from workbook.model import serving as sv
 from workbook.model.sustained import FACTOR_COLUMN
-from workbook.serving.scenario import ServeScenario, matmul_precision, peak_column
+from workbook.serving.scenario import ServeAssumptions, ServeScenario, matmul_precision, peak_column
 
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64)
 # A model too large for one node is served by a pipeline of nodes: tensor parallel within each node, pipeline
@@ -395,9 +395,15 @@ def node_chips() -> pl.Expr:
 
 
 # Memory at the edge: the room the weights and the runtime allowance (ServeAssumptions.runtime_overhead_bytes) leave a
-# chip is less than the most an engine has been measured to keep beyond that allowance: vLLM's pull request #10511
-# logs 4.84 GiB beside weights and cache for Llama 3 8B at TP2 on H100, 3.2 GB more than the 2 GB assumed
-MEMORY_EDGE_GB = 4.84 * 2**30 / 1e9 - 2.0
+# chip is less than the most an engine has been measured to keep beyond that allowance. The most logged: TensorRT-LLM
+# 1.0 (trtllm-serve) serving Llama 2 70B in FP4 on one B200 in MLPerf Inference v5.1 (github
+# mlcommons/inference_results_v5.1@965182b0 closed/CoreWeave/log_70B_serve.txt: "total: 178.36 GiB, available:
+# 136.23 GiB" before the KV cache; engine 37,803 MiB, execution context 700 MiB, decoder 785 MB), 4.4 GB more than
+# the model's FP4 weights and the 2 GB allowance (vLLM's pull request #10511: Llama 3 8B at TP2 on H100, 4.84 GiB
+# beside weights and cache, 3.2 GB more)
+_LOGGED_BEFORE_KV_GB = (178.36 - 136.23) * 2**30 / 1e9
+_LOGGED_WEIGHTS_GB = 68.98e9 * sv.BYTES_PER_ELEMENT["fp4"] / 1e9
+MEMORY_EDGE_GB = _LOGGED_BEFORE_KV_GB - _LOGGED_WEIGHTS_GB - ServeAssumptions().runtime_overhead_bytes / 1e9
 
 
 def memory_room_gb() -> pl.Expr:
