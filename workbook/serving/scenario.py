@@ -28,8 +28,10 @@ class ServeAssumptions:
     # beside weights and cache for 1-8B models on one GPU, more with tensor parallelism and large steps: vLLM pull
     # request #10511, Llama 3 8B on H100, 3.05 GiB at TP1 and 4.84 at TP2; TensorRT-LLM's docs example, 2.1 GiB;
     # TensorRT-LLM 1.0 serving Llama 2 70B on one B200 in MLPerf v5.1, 5.2 GiB beside its engine: see
-    # workbook.serving.replica.MEMORY_EDGE_GB). Raised to that 5.6 GB for every engine, the newest results' median
-    # error grows (0.070 to 0.079): the 2 GB default stands, and answers within the difference of it are flagged.
+    # workbook.serving.replica.MEMORY_EDGE_GB; NVIDIA's aiconfigurator budgets 3.5 GiB of "other" memory beside NCCL's
+    # and a step's activations, ai-dynamo/aiconfigurator systems/*.yaml misc.other_mem). Raised to that 5.6 GB for
+    # every engine, the newest results' median error grows (0.070 to 0.079): the 2 GB default stands, and answers
+    # within the difference of it are flagged.
     runtime_overhead_bytes: float = 2e9
     pue: float = 1.2  # data-centre power usage effectiveness
     host_power_factor: float = 1.5  # system power / accelerator power
