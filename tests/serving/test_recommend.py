@@ -10,6 +10,7 @@ from workbook.catalog.loading import LARGE_ORDER_CHIPS, capacity_to_confirm
 from workbook.errors import InputError
 from workbook.model.spec import ModelSpec
 from workbook.model.units import HOURS_PER_MONTH
+from workbook.present import gigabytes
 from workbook.serving import recommend, replica
 from workbook.training import options as training_options
 from workbook.training.scenario import Constraints, Scenario
@@ -80,10 +81,12 @@ def test_latency_at_the_edge_is_said(answer):
 def test_memory_at_the_edge_is_said(answer):
     s, frame, rec = answer
     assert not any(w.startswith("Memory at the edge") for w in rec.warnings)  # 70B FP8 leaves every chip room
-    # weights that leave a chip 1 GB beside the runtime allowance: less than engines keep beyond it (4.4 GB more)
+    # weights that leave a chip 1 GB beside the engine's runtime: less than engines keep beyond it (3.2 GB more)
     full = frame.with_columns(weights_gb=pl.col("hbm_gb") - pl.col("overhead_gb") - 1.0, memory_room_gb=pl.lit(1.0))
-    said = [w for w in serving.recommend_serving(full, s).warnings if w.startswith("Memory at the edge")]
-    assert len(said) == 1 and "leaving 1.0 GB beside the 2.0 GB assumed" in said[0] and "4.4 GB more" in said[0]
+    rec = serving.recommend_serving(full, s)
+    said = [w for w in rec.warnings if w.startswith("Memory at the edge")]
+    kept = f"leaving 1.0 GB beside the {gigabytes(rec.best['overhead_gb'])} kept for the engine's own use"
+    assert len(said) == 1 and kept in said[0] and "3.2 GB more" in said[0]
 
 
 def test_a_replica_with_room_is_picked_over_one_at_the_memory_edge():

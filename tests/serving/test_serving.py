@@ -739,19 +739,20 @@ def test_a_missed_server_latency_is_read_as_the_load_that_matches_it(validated):
     # up to there is matched at the first load where it leaps past (H200's v5.1 Server first tokens, 0.76x: 1.005).
     leap = latency.filter(pl.col("run_id").str.starts_with("mlperf51-h200x8-llama2-70b-server-ttft"))
     assert leap.height == 2 and leap["matching_load_share"].is_between(1.0, 1.01).all()
-    # Measured when written: of the 96 latencies past 30% at the model's edge, 49 are its figure within 5% of that
-    # load (24 within 2%, 74 within 10%; 194 of all 292 within 5%); 12 rows have no match from half that load to 15%
+    # Measured when written: of the 94 latencies past 30% at the model's edge, 51 are its figure within 5% of that
+    # load (27 within 2%, 74 within 10%; 197 of all 292 within 5%); 11 rows have no match from half that load to 15%
     # past it (6 of the misses: first tokens of Krai's H100 vLLM and MI325X Interactive runs the model gives too short
     # even at capacity, B300's 405B mean time per token, B200's 405B Interactive p99 first token even at half the
     # load). The one-card Hopper engines whose throughput the model overshoots (Cisco's H100 NVL, QCT's two GH200 96GB,
-    # Lenovo's H100 NVL) have their time per token at 0.79-0.91 of that load: their miss is the capacity's.
+    # Lenovo's H100 NVL) have their time per token at 0.83-0.97 of that load (0.79-0.91 on a 2 GB TensorRT-LLM runtime,
+    # before its start-up logs set it): their miss is the capacity's.
     misses = latency.filter(~pl.col("within_target"))
     near = (misses["matching_load_share"] - 1).abs() <= 0.05
     assert misses.height <= 100 and near.sum() >= 45
     one_card = latency.filter(
         pl.col("run_id").str.contains("qct-gh200x1|cisco-c245|lenovo-h100nvl") & (pl.col("measure") == "tpot_ms")
     )
-    assert one_card.height == 8 and (one_card["matching_load_share"] < 0.92).all()
+    assert one_card.height == 8 and (one_card["matching_load_share"] < 0.975).all()
 
 
 def test_latency_at_a_known_client_concurrency(cat, validated):

@@ -68,7 +68,7 @@ from __future__ import annotations
 
 import functools
 import math
-from statistics import NormalDist
+from statistics import NormalDist, median
 
 import polars as pl
 
@@ -109,6 +109,29 @@ def hbm_stream_efficiency(vendor: str | None) -> float:
     """Fraction of the datasheet HBM bandwidth streamed weights reach on ``vendor``'s chips (measured copies)."""
     return HBM_STREAM_EFFICIENCY.get(vendor or "", HBM_STREAM_DEFAULT)
 
+
+# What TensorRT-LLM has in use beside the weights when it sizes its KV cache (CUDA context and libraries, the engine's
+# activations for its token budget, runtime and decoder buffers for its batch limit, NCCL), read off start-up logs as
+# the memory the device reports, less the memory free before the cache, less the weights as the model counts them
+# (every parameter at its precision's bytes: the FP16 embeddings' extra bytes are the engine's): (reported bytes, free
+# bytes, the model's weights bytes per chip).
+TRTLLM_STARTUP_LOGS = (
+    # trtllm-serve 1.0.0rc1, one B200 (192.27e9 reported), Llama 2 70B FP4, 2,048 sequences, 3,584 tokens a step:
+    # "available: 136.23 GiB" (github mlcommons/inference_results_v5.1@965182b0 closed/CoreWeave/log_70B_serve.txt)
+    (192.27e9, 136.23 * 2**30, 68.98e9 * 0.5625),
+    # NVIDIA's MLPerf harness on TensorRT-LLM 0.9, two H100 NVL ("vram ... _num_bytes=100485038080"), Llama 2 70B FP8
+    # at TP2, 4,096 tokens a step, 1,536 and 1,300 sequences: "Allocate 52617543680 bytes for k/v cache" and
+    # 53036974080, at kvcache_free_gpu_mem_frac 0.9 (github mlcommons/inference_results_v4.0@3c4a1cf1 closed/Azure/
+    # outputllama.log and outputllamaoffline.log)
+    (100_485_038_080, 52_617_543_680 / 0.9, 68.98e9 / 2),
+    (100_485_038_080, 53_036_974_080 / 0.9, 68.98e9 / 2),
+    # TensorRT-LLM 0.19 (PyTorch backend), one RTX 5090, Llama 3.1 8B FP8: "total: 31.84 GiB, available: 17.83 GiB"
+    # (github NVIDIA/TensorRT-LLM issue #4275; the card's total as CUDA reports it)
+    (31.84 * 2**30, 17.83 * 2**30, 8.03e9),
+)
+# Their median, 7.1 GB (7.0-7.5 GB each): the runtime the TensorRT-LLM stacks' KV cache is sized after. A 7B engine
+# for 4,096 sequences keeps ~10 GB, most of it decoder buffers (TensorRT-LLM docs, perf-benchmarking, 0.12).
+TRTLLM_RUNTIME_BYTES = median(reported - free - weights for reported, free, weights in TRTLLM_STARTUP_LOGS)
 
 SMALL_ALLREDUCE_LATENCY_S = 10e-6
 BULK_ALLREDUCE_LATENCY_S = 45e-6

@@ -441,7 +441,7 @@ SERVE_COLUMNS = [
     "kv_cache_gb",
     "overhead_gb",
     "hbm_gb",
-    "memory_room_gb",  # beside the weights and the runtime allowance (replica.memory_room_gb)
+    "memory_room_gb",  # beside the weights and the engine's runtime (replica.memory_room_gb)
     "fits_in_memory",
     "usd_per_chip_hour",  # the cheapest quote that can hold a replica (Catalog.priced)
     "usd_per_chip_hour_typical",  # the median quote

@@ -176,15 +176,15 @@ def _warnings(o: dict, scenario) -> list[str]:
 
 
 def _memory_edge_words(o: dict) -> list[str]:
-    """Where the weights leave a chip less room beside the runtime allowance than engines have been measured to keep
-    beyond it (:data:`workbook.serving.replica.MEMORY_EDGE_GB`), the answer rests on that allowance: said, with what
+    """Where the weights leave a chip less room beside the engine's runtime than engines have been logged to keep
+    beyond it (:data:`workbook.serving.replica.MEMORY_EDGE_GB`), the answer rests on that runtime: said, with what
     to do (the fleet picks such a replica only where none with room needs as few chips)."""
     room = o["memory_room_gb"]
     if room >= replica.MEMORY_EDGE_GB:
         return []
     return [
         f"Memory at the edge: the weights take {gigabytes(o['weights_gb'])} of the {gigabytes(o['hbm_gb'])} each chip "
-        f"reports, leaving {gigabytes(max(room, 0.0))} beside the {gigabytes(o['overhead_gb'])} assumed for the "
+        f"reports, leaving {gigabytes(max(room, 0.0))} beside the {gigabytes(o['overhead_gb'])} kept for the "
         f"engine's own use, where engines have been measured to keep up to {gigabytes(replica.MEMORY_EDGE_GB)} more "
         "(activations, workspaces; a mixture of experts' can take several GB): the engine may not start, or hold "
         "fewer sequences. A replica of more chips, or a smaller weight precision, leaves room."
@@ -513,7 +513,8 @@ def recommend_serving(frame: pl.DataFrame, scenario) -> ServingRecommendation:
         _latency_line(best, scenario),
         _stack_line(best, scenario),
         f"Memory per chip: {gigabytes(best['memory_per_chip_gb'])} of the {gigabytes(best['hbm_gb'])} it reports "
-        f"(weights {gigabytes(best['weights_gb'])}, KV cache {gigabytes(best['kv_cache_gb'])}: its share of the "
+        f"(weights {gigabytes(best['weights_gb'])}, the engine's runtime {gigabytes(best['overhead_gb'])}, KV cache "
+        f"{gigabytes(best['kv_cache_gb'])}: its share of the "
         f"{_mean_count(best['sequences'])} sequences in flight on average in each replica{_spread_words(scenario)})"
         f"{_full_cache_words(best, scenario)}.",
         f"{usd(best['usd_per_month'])} a month ({best['pricing_model']} at ${best['usd_per_chip_hour']:.2f} per "

@@ -373,11 +373,22 @@ def configs(accelerators: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def runtime_bytes(frame: pl.DataFrame, s: ServeScenario) -> pl.Expr:
+    """Bytes a chip's engine has in use beside its weights, outside its KV cache: what TensorRT-LLM's start-up logs
+    show for the stacks of :data:`KV_FROM_FREE_MEMORY` (``trtllm_runtime_overhead_bytes``), the assumed runtime for
+    the rest (``runtime_overhead_bytes``)."""
+    a = s.assumptions
+    generic = pl.lit(a.runtime_overhead_bytes)
+    if "stack" not in frame.columns:
+        return generic
+    return pl.when(pl.col("stack").is_in(KV_FROM_FREE_MEMORY)).then(a.trtllm_runtime_overhead_bytes).otherwise(generic)
+
+
 def kv_room_bytes(frame: pl.DataFrame, s: ServeScenario, weights_bytes: pl.Expr) -> pl.Expr:
     """KV-cache bytes per chip, as the engine sizes its cache: a fraction f (``hbm_usable_fraction``) of the chip's
-    memory less the weights and the runtime (vLLM, SGLang: ``gpu_memory_utilization`` of the total), or, for the
-    stacks of :data:`KV_FROM_FREE_MEMORY`, f of the memory left free after them (TensorRT-LLM)."""
-    f, runtime = s.assumptions.hbm_usable_fraction, s.assumptions.runtime_overhead_bytes
+    memory less the weights and the runtime (:func:`runtime_bytes`; vLLM, SGLang: ``gpu_memory_utilization`` of the
+    total), or, for the stacks of :data:`KV_FROM_FREE_MEMORY`, f of the memory left free after them (TensorRT-LLM)."""
+    f, runtime = s.assumptions.hbm_usable_fraction, runtime_bytes(frame, s)
     of_total = pl.col("hbm_bytes") * f - runtime - weights_bytes
     if "stack" not in frame.columns:
         return of_total
@@ -394,21 +405,16 @@ def node_chips() -> pl.Expr:
     )
 
 
-# Memory at the edge: the room the weights and the runtime allowance (ServeAssumptions.runtime_overhead_bytes) leave a
-# chip is less than the most an engine has been measured to keep beyond that allowance. The most logged: TensorRT-LLM
-# 1.0 (trtllm-serve) serving Llama 2 70B in FP4 on one B200 in MLPerf Inference v5.1 (github
-# mlcommons/inference_results_v5.1@965182b0 closed/CoreWeave/log_70B_serve.txt: "total: 178.36 GiB, available:
-# 136.23 GiB" before the KV cache; engine 37,803 MiB, execution context 700 MiB, decoder 785 MB), 4.4 GB more than
-# the model's FP4 weights and the 2 GB allowance (vLLM's pull request #10511: Llama 3 8B at TP2 on H100, 4.84 GiB
-# beside weights and cache, 3.2 GB more)
-_LOGGED_BEFORE_KV_GB = (178.36 - 136.23) * 2**30 / 1e9
-_LOGGED_WEIGHTS_GB = 68.98e9 * sv.BYTES_PER_ELEMENT["fp4"] / 1e9
-MEMORY_EDGE_GB = _LOGGED_BEFORE_KV_GB - _LOGGED_WEIGHTS_GB - ServeAssumptions().runtime_overhead_bytes / 1e9
+# Memory at the edge: the room the weights and the runtime (:func:`runtime_bytes`) leave a chip is less than the most
+# an engine has been logged to keep beyond its stack's runtime: vLLM's pull request #10511, Llama 3 8B at TP2 on H100,
+# 4.84 GiB beside weights and cache, 3.2 GB more than the 2 GB assumed for it (TensorRT-LLM's logs,
+# workbook.model.serving.TRTLLM_STARTUP_LOGS, lie within 0.4 GB of their median, its runtime)
+MEMORY_EDGE_GB = 4.84 * 2**30 / 1e9 - ServeAssumptions().runtime_overhead_bytes / 1e9
 
 
 def memory_room_gb() -> pl.Expr:
-    """GB a chip has beside its share of the weights and the runtime allowance: the KV cache's, and the margin for
-    what the engine keeps beyond the allowance (:data:`MEMORY_EDGE_GB`)."""
+    """GB a chip has beside its share of the weights and the engine's runtime: the KV cache's, and the margin for
+    what the engine keeps beyond that runtime (:data:`MEMORY_EDGE_GB`)."""
     return pl.col("hbm_bytes") / 1e9 - pl.col("weights_gb") - pl.col("overhead_gb")
 
 
@@ -521,7 +527,7 @@ def replicas(frame: pl.DataFrame, s: ServeScenario, factors: Factors) -> pl.Data
         decode_s=decode_s,
         kv_read_s=kv_read_s,
         weights_gb=weights_bytes / 1e9,
-        overhead_gb=pl.lit(s.assumptions.runtime_overhead_bytes / 1e9),
+        overhead_gb=runtime_bytes(frame, s) / 1e9,
         max_sequences=max_sequences,
         cache_bound=cache_sequences < limit,  # the slots are the KV cache's room, not a count of sequences
         kv_gb_per_sequence=kv_sequence / kv_chips / 1e9,

@@ -24,15 +24,17 @@ class ServeAssumptions:
     # The engine's share of the memory the chip reports for weights and KV cache (vLLM gpu_memory_utilization, of the
     # total) or for its KV cache (TensorRT-LLM free_gpu_memory_fraction, of what the weights leave): both default 0.9
     hbm_usable_fraction: float = 0.90
-    # CUDA/XLA context, activations of one step, allocator slack (assumption; engines' start-up logs show 0.5-3 GiB
-    # beside weights and cache for 1-8B models on one GPU, more with tensor parallelism and large steps: vLLM pull
-    # request #10511, Llama 3 8B on H100, 3.05 GiB at TP1 and 4.84 at TP2; TensorRT-LLM's docs example, 2.1 GiB;
-    # TensorRT-LLM 1.0 serving Llama 2 70B on one B200 in MLPerf v5.1, 5.2 GiB beside its engine: see
-    # workbook.serving.replica.MEMORY_EDGE_GB; NVIDIA's aiconfigurator budgets 3.5 GiB of "other" memory beside NCCL's
-    # and a step's activations, ai-dynamo/aiconfigurator systems/*.yaml misc.other_mem). Raised to that 5.6 GB for
-    # every engine, the newest results' median error grows (0.070 to 0.079): the 2 GB default stands, and answers
-    # within the difference of it are flagged.
+    # The memory an engine has in use beside the weights, outside its KV cache: CUDA/XLA context, activations of one
+    # step, allocator slack. Engines that size their cache as a share of the whole device (vLLM, SGLang, JetStream,
+    # Neuron): an assumption (their start-up logs show 0.5-3 GiB beside weights and cache for 1-8B models on one GPU,
+    # more with tensor parallelism and large steps: vLLM pull request #10511, Llama 3 8B on H100, 3.05 GiB at TP1 and
+    # 4.84 at TP2; raised to 5.6 GB, Red Hat's stock vLLM on one L40S goes 2.1x over its MLPerf result).
     runtime_overhead_bytes: float = 2e9
+    # TensorRT-LLM, which sizes its cache from the memory left free once all of that is loaded: what its start-up
+    # logs show in use (workbook.model.serving.TRTLLM_STARTUP_LOGS: 7.0-7.5 GB in four, 70B on B200 and H100 NVL, 8B
+    # on an RTX 5090; NVIDIA's aiconfigurator budgets 3.5 GiB of "other" memory beside NCCL's and a step's activations,
+    # ai-dynamo/aiconfigurator systems/*.yaml misc.other_mem)
+    trtllm_runtime_overhead_bytes: float = sv.TRTLLM_RUNTIME_BYTES
     pue: float = 1.2  # data-centre power usage effectiveness
     host_power_factor: float = 1.5  # system power / accelerator power
     # A GPU tensor-parallel all-reduce's latency: a decode step's (low-latency algorithms) on NVLink and over PCIe,
@@ -45,6 +47,7 @@ class ServeAssumptions:
     def __post_init__(self):
         _number("hbm_usable_fraction", self.hbm_usable_fraction, 0.5, 1.0)
         _number("runtime_overhead_bytes", self.runtime_overhead_bytes, 0, 64e9)
+        _number("trtllm_runtime_overhead_bytes", self.trtllm_runtime_overhead_bytes, 0, 64e9)
         _number("pue", self.pue, 1.0, 3.0)
         _number("host_power_factor", self.host_power_factor, 1.0, 3.0)
         _number("allreduce_latency_s", self.allreduce_latency_s, 0.0, 1e-3)
