@@ -118,7 +118,7 @@ def hbm_stream_efficiency(vendor: str | None) -> float:
 TRTLLM_STARTUP_LOGS = (
     # trtllm-serve 1.0.0rc1, one B200 (192.27e9 reported), Llama 2 70B FP4, 2,048 sequences, 3,584 tokens a step:
     # "available: 136.23 GiB" (github mlcommons/inference_results_v5.1@965182b0 closed/CoreWeave/log_70B_serve.txt)
-    (192.27e9, 136.23 * 2**30, 68.98e9 * 0.5625),
+    (192.27e9, 136.23 * 2**30, 68.98e9 * BYTES_PER_ELEMENT["fp4"]),
     # NVIDIA's MLPerf harness on TensorRT-LLM 0.9, two H100 NVL ("vram ... _num_bytes=100485038080"), Llama 2 70B FP8
     # at TP2, 4,096 tokens a step, 1,536 and 1,300 sequences: "Allocate 52617543680 bytes for k/v cache" and
     # 53036974080, at kvcache_free_gpu_mem_frac 0.9 (github mlcommons/inference_results_v4.0@3c4a1cf1 closed/Azure/
